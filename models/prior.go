@@ -1,0 +1,191 @@
+package models
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mathext"
+
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// Transform maps an unconstrained u ∈ R onto the support of one natural
+// parameter: Lo + (Hi−Lo)·logistic(Rate·u) for a finite interval (Rate 0
+// means 1), and Lo + exp(u) when Hi = +Inf. Symmetric, with Rate 2, is
+// v = −1 + 2·logistic(2u) = tanh(u), so u = atanh(φ) as in the paper.
+type Transform struct {
+	Lo, Hi float64
+	Rate   float64
+}
+
+// Common transforms.
+var (
+	Positive  = Transform{0, math.Inf(1), 1} // u = log v
+	Symmetric = Transform{-1, 1, 2}          // u = atanh v
+	Unit      = Transform{0, 1, 1}           // u = logit v
+)
+
+// Forward returns v(u), dv/du, log|dv/du| and d log|dv/du| / du.
+func (tr Transform) Forward(u float64) (v, dv, logJ, dlogJ float64) {
+	if math.IsInf(tr.Hi, 1) {
+		e := math.Exp(u)
+		return tr.Lo + e, e, u, 1
+	}
+	w := tr.Hi - tr.Lo
+	r := tr.rate()
+	u *= r
+	// logistic with both tails computed stably
+	var s, oneMinus float64
+	if u >= 0 {
+		e := math.Exp(-u)
+		s, oneMinus = 1/(1+e), e/(1+e)
+	} else {
+		e := math.Exp(u)
+		s, oneMinus = e/(1+e), 1/(1+e)
+	}
+	v = tr.Lo + w*s
+	dv = w * r * s * oneMinus
+	// log s + log(1-s) = -|u| - 2 log(1+exp(-|u|)) stays finite for large |u|
+	au := math.Abs(u)
+	logJ = math.Log(w*r) - au - 2*math.Log1p(math.Exp(-au))
+	return v, dv, logJ, r * (oneMinus - s)
+}
+
+func (tr Transform) rate() float64 {
+	if tr.Rate == 0 {
+		return 1
+	}
+	return tr.Rate
+}
+
+// Inverse returns u(v), or ok = false when v is outside (Lo, Hi) or NaN.
+func (tr Transform) Inverse(v float64) (u float64, ok bool) {
+	if !(v > tr.Lo && v < tr.Hi) {
+		return math.NaN(), false
+	}
+	if math.IsInf(tr.Hi, 1) {
+		return math.Log(v - tr.Lo), true
+	}
+	z := (v - tr.Lo) / (tr.Hi - tr.Lo)
+	return (math.Log(z) - math.Log1p(-z)) / tr.rate(), true
+}
+
+// Marginal is a prior density on one natural parameter.
+type Marginal interface {
+	// LogDensity returns log p(v) and d log p(v)/dv.
+	LogDensity(v float64) (lp, dlp float64)
+}
+
+// Beta is the law of v when (v − Lo)/(Hi − Lo) ~ Beta(A, B), optionally
+// truncated to (TruncLo, TruncHi) (both zero: no truncation). The default
+// priors use Lo = −1, Hi = 1, i.e. (φ+1)/2 ~ Beta(A, B).
+type Beta struct {
+	A, B, Lo, Hi     float64
+	TruncLo, TruncHi float64
+}
+
+// LogDensity implements Marginal.
+func (b Beta) LogDensity(v float64) (float64, float64) {
+	w := b.Hi - b.Lo
+	z := (v - b.Lo) / w
+	if !(z > 0 && z < 1) {
+		return math.Inf(-1), 0
+	}
+	lbeta, _ := math.Lgamma(b.A)
+	lb2, _ := math.Lgamma(b.B)
+	lab, _ := math.Lgamma(b.A + b.B)
+	lp := (b.A-1)*math.Log(z) + (b.B-1)*math.Log1p(-z) - (lbeta + lb2 - lab) - math.Log(w)
+	if b.TruncLo != 0 || b.TruncHi != 0 {
+		if v <= b.TruncLo || v >= b.TruncHi {
+			return math.Inf(-1), 0
+		}
+		zl, zh := (b.TruncLo-b.Lo)/w, (b.TruncHi-b.Lo)/w
+		lp -= math.Log(mathext.RegIncBeta(b.A, b.B, math.Min(zh, 1)) - mathext.RegIncBeta(b.A, b.B, math.Max(zl, 0)))
+	}
+	return lp, ((b.A-1)/z - (b.B-1)/(1-z)) / w
+}
+
+// InvGammaSq is the law of v > 0 when v² ~ InvGamma(A, B), with density
+// proportional to (v²)^(−A−1) exp(−B/v²) in v², times the Jacobian 2v.
+type InvGammaSq struct{ A, B float64 }
+
+// LogDensity implements Marginal.
+func (g InvGammaSq) LogDensity(v float64) (float64, float64) {
+	if !(v > 0) {
+		return math.Inf(-1), 0
+	}
+	lg, _ := math.Lgamma(g.A)
+	v2 := v * v
+	lp := g.A*math.Log(g.B) - lg - (g.A+1)*math.Log(v2) - g.B/v2 + math.Log(2*v)
+	return lp, -2*(g.A+1)/v + 2*g.B/(v2*v) + 1/v
+}
+
+// Uniform is the uniform law on (Lo, Hi).
+type Uniform struct{ Lo, Hi float64 }
+
+// LogDensity implements Marginal.
+func (un Uniform) LogDensity(v float64) (float64, float64) {
+	if !(v > un.Lo && v < un.Hi) {
+		return math.Inf(-1), 0
+	}
+	return -math.Log(un.Hi - un.Lo), 0
+}
+
+// Normal is the N(Mu, Sigma²) law.
+type Normal struct{ Mu, Sigma float64 }
+
+// LogDensity implements Marginal.
+func (n Normal) LogDensity(v float64) (float64, float64) {
+	z := (v - n.Mu) / n.Sigma
+	return -0.5*z*z - math.Log(n.Sigma) - 0.5*math.Log(2*math.Pi), -z / n.Sigma
+}
+
+// Independent is a product prior over natural parameters, pushed forward to
+// u through per-coordinate transforms: log π(u) = Σ_i [log p_i(v_i(u_i)) +
+// log|dv_i/du_i|]. It implements ssm.Prior.
+type Independent struct {
+	Transforms []Transform
+	Marginals  []Marginal
+}
+
+// LogPrior implements ssm.Prior.
+func (p Independent) LogPrior(grad, u []float64) float64 {
+	if len(u) != len(p.Transforms) || len(p.Marginals) != len(p.Transforms) {
+		panic(fmt.Sprintf("models: prior has %d transforms and %d marginals for %d parameters", len(p.Transforms), len(p.Marginals), len(u)))
+	}
+	total := 0.0
+	for i, tr := range p.Transforms {
+		v, dv, logJ, dlogJ := tr.Forward(u[i])
+		lp, dlp := p.Marginals[i].LogDensity(v)
+		total += lp + logJ
+		if grad != nil {
+			grad[i] = dlp*dv + dlogJ
+		}
+	}
+	return total
+}
+
+// constrain applies transforms coordinate-wise and returns Σ log|dv/du|.
+func constrain(trs []Transform, theta, u []float64) float64 {
+	logJ := 0.0
+	for i, tr := range trs {
+		v, _, lj, _ := tr.Forward(u[i])
+		theta[i] = v
+		logJ += lj
+	}
+	return logJ
+}
+
+// unconstrain inverts constrain, naming the first parameter out of range.
+func unconstrain(trs []Transform, names []string, u, theta []float64) error {
+	for i, tr := range trs {
+		v, ok := tr.Inverse(theta[i])
+		if !ok {
+			return &ssm.ParamError{Name: names[i], Value: theta[i], Reason: fmt.Sprintf("must lie in (%v, %v)", tr.Lo, tr.Hi)}
+		}
+		u[i] = v
+	}
+	return nil
+}
+
+var _ ssm.Prior = Independent{}

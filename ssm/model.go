@@ -1,0 +1,113 @@
+package ssm
+
+import (
+	"math/rand/v2"
+)
+
+// Dims gives the sizes of a model family.
+type Dims struct {
+	State int // dimension of the latent state x_t as stored in a particle row
+	Obs   int // dimension of an observation y_t
+	Param int // dimension of the unconstrained parameter vector u (and of the natural parameters)
+}
+
+// Prior is a prior density on the unconstrained parameter vector u.
+//
+// LogPrior returns log π(u), the prior of the natural parameters pushed
+// forward to u, so it includes log|det ∂θ/∂u|. When grad is non-nil it
+// stores ∇_u log π(u) in grad (overwriting it).
+type Prior interface {
+	LogPrior(grad, u []float64) float64
+}
+
+// Model is a parametric state space model family
+//
+//	x_0 ~ ν_0(·|θ),  x_t | x_{t-1} ~ p(·|x_{t-1}, θ),  y_t | x_t ~ p(·|x_t, θ),  t = 1..T.
+//
+// Samplers move the unconstrained vector u ∈ R^p; θ = Constrain(u) are the
+// natural parameters reported to users. A Model value is read-only and safe
+// for concurrent use.
+type Model interface {
+	Prior
+	Dims() Dims
+	// ParamNames names the natural parameters, in order.
+	ParamNames() []string
+	// Constrain writes the natural parameters θ(u) into theta and returns
+	// log|det ∂θ/∂u|.
+	Constrain(theta, u []float64) float64
+	// Unconstrain writes u(θ) into u. Invalid natural parameters give a
+	// *ParamError naming the offending parameter.
+	Unconstrain(u, theta []float64) error
+	// Bind returns the member of the family at u, precomputing what depends
+	// only on u. Invalid parameters give a *ParamError.
+	Bind(u []float64) (Kernel, error)
+}
+
+// Kernel is a model with fixed parameters. Particle blocks are n×State
+// row-major []float64 slices; n is len(x)/State. Methods on blocks work on
+// all rows at once so a filter makes one interface call per time step.
+// A Kernel is read-only and safe for concurrent use; all randomness comes
+// from rng. Observation components that are NaN are missing: they add 0 to
+// the emission log density and to the score.
+type Kernel interface {
+	// SampleInitial fills every row of x with an independent draw from ν_0.
+	SampleInitial(x []float64, rng *rand.Rand)
+	// SampleTransition fills row i of x with a draw from p(·|prev row i).
+	SampleTransition(x, prev []float64, rng *rand.Rand)
+	// SampleEmission fills y (length Obs) with a draw from p(·|x), x one row.
+	SampleEmission(y, x []float64, rng *rand.Rand)
+
+	// LogInitial returns log ν_0(x) for one row x.
+	LogInitial(x []float64) float64
+	// LogTransitions sets dst[j] = log p(x | prev row j) for one row x and
+	// every row of prev (what backward smoothers need).
+	LogTransitions(dst, x, prev []float64)
+	// AddLogEmission adds log p(y | x row i) to logw[i] for every row of x.
+	AddLogEmission(logw, y, x []float64)
+
+	// AddScore adds w·∇_u[log p(x_i|prev_i) + log p(y|x_i)] to row i of h
+	// (an n×Param block) for every row i of x and prev. When prev is nil, x
+	// holds initial states and w·∇_u log ν_0(x_i) is added instead (y is
+	// then ignored). This is the pairwise statistic of Fisher's identity.
+	AddScore(h []float64, w float64, y, x, prev []float64)
+}
+
+// Proposer is an optional Kernel capability: a guided proposal
+// q(x_t | x_{t-1}, y_t) such as the locally optimal one.
+type Proposer interface {
+	// Propose fills row i of x with a draw from q(·|prev row i, y) and adds
+	// the incremental importance weight
+	//	log p(y|x_i) + log p(x_i|prev_i) − log q(x_i|prev_i, y)
+	// to logw[i]. Fusing the weight avoids cancellation (for the locally
+	// optimal proposal it is the predictive density p(y|prev_i)).
+	Propose(x, logw, prev, y []float64, rng *rand.Rand)
+	// LogProposal returns log q(x|prev, y) for one pair of rows.
+	LogProposal(x, prev, y []float64) float64
+}
+
+// TransitionBounder is an optional Kernel capability: an upper bound on
+// log p(x|prev) over all x and prev, enabling accept-reject backward
+// sampling in PaRIS.
+type TransitionBounder interface {
+	MaxLogTransition() float64
+}
+
+// Degenerate is an optional Kernel capability reporting that the transition
+// has no density in the full state (part of the state is a deterministic
+// function of the previous one, as σ_t² in GARCH). Backward smoothers
+// (forward-only O(N²), PaRIS) are then undefined; filters refuse them.
+type Degenerate interface {
+	DegenerateTransition() bool
+}
+
+// ExactScorer is an optional Model capability: exact (N = ∞) filtering and
+// smoothing, as the Kalman filter gives for linear Gaussian models.
+type ExactScorer interface {
+	// ExactScore returns log p(y[w.Start:w.End] | u) with the state before
+	// w.Start distributed as ν_0, and adds to grad (length Param) the exact
+	// smoothed expectation Σ_{t∈[KeepStart,KeepEnd)} w_t E[h_t | y_window],
+	// where h_t is the pairwise score (Kernel.AddScore), including the
+	// initial term ∇ log ν_0(x_0) at t = 0 when w.Start = w.KeepStart = 0.
+	// grad may be nil when only the log-likelihood is wanted.
+	ExactScore(grad []float64, u []float64, seq Sequence, w Window) (float64, error)
+}
