@@ -111,3 +111,13 @@ type ExactScorer interface {
 	// grad may be nil when only the log-likelihood is wanted.
 	ExactScore(grad []float64, u []float64, seq Sequence, w Window) (float64, error)
 }
+
+// StateCompleter is an optional Kernel capability for models whose state
+// rows carry deterministic functions of the past besides the random part
+// (GARCH's σ_t² and its tangent ∂σ_t²/∂u). Complete recomputes those parts
+// of row x from row prev (prev nil: x is an initial state) under this
+// kernel's parameters, leaving the random part unchanged. Derivative checks
+// use it to re-derive a fixed path under perturbed parameters.
+type StateCompleter interface {
+	Complete(x, prev []float64)
+}
