@@ -1,0 +1,452 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// GARCH is the GARCH(1,1) model observed with Gaussian noise:
+//
+//	σ_t² = α + β x_{t−1}² + γ σ_{t−1}²,  x_t ~ N(0, σ_t²),  y_t ~ N(x_t, τ²),
+//	x_0 ~ N(0, μ),  σ_0² = μ,
+//
+// parameterised as in the paper by the natural parameters (μ, φ, λ, τ) with
+// α = μ(1−φ), β = φλ, γ = φ(1−λ), so μ = α/(1−β−γ) is the stationary
+// variance of x and φ = β+γ its persistence. The unconstrained vector is
+//
+//	u = (logit(μ/2), logit φ, logit λ, log τ),
+//
+// so μ ∈ (0, 2), φ, λ ∈ (0, 1) and τ > 0 (the paper uses log μ; logit(μ/2)
+// maps R onto the support of the default prior μ ~ Uniform(0, 2)).
+//
+// A state row has six entries: [x_t, σ_t², ∂σ_t²/∂u_1, …, ∂σ_t²/∂u_4].
+// The σ² part is a deterministic function of the past, so the transition has
+// no density in the full state: the kernel reports
+// ssm.Degenerate and backward smoothers cannot be used with it. The tangent
+// ∂σ_t²/∂u is the total derivative along the path,
+//
+//	∂σ_t²/∂u = ∂α/∂u + ∂β/∂u x_{t−1}² + ∂γ/∂u σ_{t−1}² + γ ∂σ_{t−1}²/∂u,
+//
+// which makes AddScore the exact derivative of the complete-data
+// log-likelihood. (The paper's appendix formula, and the authors' code, drop
+// the last term; the resulting gradient is biased whenever γ is not small.)
+type GARCH struct {
+	// Prior is the prior on u. Nil means DefaultGARCHPrior().
+	Prior ssm.Prior
+}
+
+// GARCH state row layout.
+const (
+	garchX      = 0 // x_t
+	garchS2     = 1 // σ_t²
+	garchTan    = 2 // ∂σ_t²/∂u_1..u_4 start here
+	garchState  = 6
+	garchParams = 4
+)
+
+var (
+	garchNames      = []string{"mu", "phi", "lambda", "tau"}
+	garchTransforms = []Transform{{Lo: 0, Hi: 2, Rate: 1}, Unit, Unit, Positive}
+	// garchPrior is read-only; DefaultGARCHPrior hands out copies.
+	garchPrior = Independent{
+		Transforms: garchTransforms,
+		Marginals: []Marginal{
+			Uniform{Lo: 0, Hi: 2},
+			Beta{A: 10, B: 1.5, Lo: -1, Hi: 1, TruncLo: 0, TruncHi: 1},
+			Beta{A: 20, B: 1.5, Lo: -1, Hi: 1, TruncLo: 0, TruncHi: 1},
+			InvGammaSq{A: 2, B: 0.5},
+		},
+	}
+)
+
+// DefaultGARCHPrior returns the paper's GARCH prior pushed forward to u:
+// μ ~ Uniform(0, 2); (φ+1)/2 ~ Beta(10, 1.5) restricted to φ ∈ (0, 1);
+// (λ+1)/2 ~ Beta(20, 1.5) restricted to λ ∈ (0, 1); τ² ~ InvGamma(2, 0.5).
+// The result is a fresh copy the caller may modify.
+func DefaultGARCHPrior() Independent {
+	return Independent{
+		Transforms: append([]Transform(nil), garchPrior.Transforms...),
+		Marginals:  append([]Marginal(nil), garchPrior.Marginals...),
+	}
+}
+
+// Dims implements ssm.Model.
+func (GARCH) Dims() ssm.Dims { return ssm.Dims{State: garchState, Obs: 1, Param: garchParams} }
+
+// ParamNames implements ssm.Model: "mu", "phi", "lambda", "tau".
+func (GARCH) ParamNames() []string { return append([]string(nil), garchNames...) }
+
+// LogPrior implements ssm.Prior.
+func (m GARCH) LogPrior(grad, u []float64) float64 {
+	if m.Prior == nil {
+		return garchPrior.LogPrior(grad, u)
+	}
+	return m.Prior.LogPrior(grad, u)
+}
+
+// Constrain implements ssm.Model.
+func (GARCH) Constrain(theta, u []float64) float64 {
+	garchCheckParams("Constrain", theta, u)
+	return constrain(garchTransforms, theta, u)
+}
+
+// Unconstrain implements ssm.Model.
+func (GARCH) Unconstrain(u, theta []float64) error {
+	garchCheckParams("Unconstrain", u, theta)
+	return unconstrain(garchTransforms, garchNames, u, theta)
+}
+
+// Params returns u for the natural parameters, or a *ssm.ParamError when
+// μ ∉ (0, 2), φ ∉ (0, 1), λ ∉ (0, 1), τ ≤ 0, or any of them is NaN or Inf.
+func (m GARCH) Params(mu, phi, lambda, tau float64) ([]float64, error) {
+	u := make([]float64, garchParams)
+	if err := m.Unconstrain(u, []float64{mu, phi, lambda, tau}); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// FromABG returns u for the GARCH coefficients (α, β, γ) of
+// σ_t² = α + β x_{t−1}² + γ σ_{t−1}² and noise scale τ, the form in which the
+// paper states its data-generating parameters (section 5.2: α = 0.1,
+// β = 0.8, γ = 0.05, τ = 0.3). It needs α, β, γ > 0, β+γ < 1,
+// μ = α/(1−β−γ) < 2 and τ > 0; otherwise it returns a *ssm.ParamError.
+func (m GARCH) FromABG(alpha, beta, gamma, tau float64) ([]float64, error) {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"alpha", alpha}, {"beta", beta}, {"gamma", gamma}, {"tau", tau}} {
+		if !(p.v > 0) || math.IsInf(p.v, 1) {
+			return nil, &ssm.ParamError{Name: p.name, Value: p.v, Reason: "must be positive and finite"}
+		}
+	}
+	phi := beta + gamma
+	if !(phi < 1) {
+		return nil, &ssm.ParamError{Name: "gamma", Value: gamma, Reason: fmt.Sprintf("beta+gamma = %v must be < 1", phi)}
+	}
+	mu := alpha / (1 - phi)
+	if !(mu < 2) {
+		return nil, &ssm.ParamError{Name: "alpha", Value: alpha, Reason: fmt.Sprintf("mu = alpha/(1-beta-gamma) = %v must be < 2", mu)}
+	}
+	return m.Params(mu, phi, beta/phi, tau)
+}
+
+// Bind implements ssm.Model. The kernel's state rows follow the layout in
+// the GARCH documentation; it also implements ssm.Proposer (the locally
+// optimal proposal), ssm.StateCompleter and ssm.Degenerate.
+func (GARCH) Bind(u []float64) (ssm.Kernel, error) {
+	if len(u) != garchParams {
+		panic(fmt.Sprintf("models: GARCH.Bind: len(u) = %d, want %d", len(u), garchParams))
+	}
+	var k garchKernel
+	var v, dv [garchParams]float64
+	for i, tr := range garchTransforms {
+		if math.IsNaN(u[i]) {
+			return nil, &ssm.ParamError{Name: garchNames[i], Value: math.NaN(), Reason: fmt.Sprintf("u[%d] is NaN", i)}
+		}
+		v[i], dv[i], _, _ = tr.Forward(u[i])
+		// Saturated transforms (|u| of a few tens) land on the boundary.
+		if !(v[i] > tr.Lo && v[i] < tr.Hi) || dv[i] == 0 {
+			return nil, &ssm.ParamError{Name: garchNames[i], Value: v[i], Reason: fmt.Sprintf("must lie strictly inside (%v, %v) (u[%d] = %v)", tr.Lo, tr.Hi, i, u[i])}
+		}
+	}
+	mu, phi, lam, tau := v[0], v[1], v[2], v[3]
+	k.mu, k.tau = mu, tau
+	k.alpha, k.beta, k.gamma = mu*(1-phi), phi*lam, phi*(1-lam)
+	k.tau2 = tau * tau
+	if !(k.tau2 > 0) || math.IsInf(k.tau2, 1) {
+		return nil, &ssm.ParamError{Name: "tau", Value: tau, Reason: "tau² must be positive and finite in float64"}
+	}
+	k.logNormTau = -0.5*math.Log(2*math.Pi) - math.Log(tau)
+	k.logMu = math.Log(mu)
+	k.dmu = dv[0]
+	// Partial derivatives of α, β, γ in u; zero entries are left implicit
+	// in the recursion (u_4 = log τ does not enter σ²).
+	k.da1 = dv[0] * (1 - phi)
+	k.da2 = -mu * dv[1]
+	k.db2 = dv[1] * lam
+	k.dg2 = dv[1] * (1 - lam)
+	k.db3 = phi * dv[2]
+	k.dg3 = -phi * dv[2]
+	return &k, nil
+}
+
+// Simulate draws x_0..x_T and y_1..y_T at u. x is the (T+1)×6 block of full
+// state rows (row t is [x_t, σ_t², ∂σ_t²/∂u]); y has length T.
+func (m GARCH) Simulate(T int, u []float64, rng *rand.Rand) (x []float64, y ssm.Sequence, err error) {
+	if T < 0 {
+		return nil, ssm.Sequence{}, fmt.Errorf("models: GARCH.Simulate: T = %d must be non-negative", T)
+	}
+	k, err := m.Bind(u)
+	if err != nil {
+		return nil, ssm.Sequence{}, err
+	}
+	x, y = ssm.Simulate(k, m.Dims(), T, rng)
+	return x, y, nil
+}
+
+// garchKernel is GARCH bound at one u. Everything that depends only on u is
+// computed once in Bind.
+type garchKernel struct {
+	mu, tau            float64
+	alpha, beta, gamma float64
+	tau2               float64
+	logNormTau         float64 // −½log 2π − log τ
+	logMu              float64
+	dmu                float64 // ∂μ/∂u_1
+	da1, da2           float64 // ∂α/∂u_1, ∂α/∂u_2
+	db2, db3, dg2, dg3 float64 // ∂β/∂u_{2,3}, ∂γ/∂u_{2,3}
+}
+
+var (
+	_ ssm.Model          = GARCH{}
+	_ ssm.Proposer       = (*garchKernel)(nil)
+	_ ssm.StateCompleter = (*garchKernel)(nil)
+	_ ssm.Degenerate     = (*garchKernel)(nil)
+)
+
+const garchHalfLog2Pi = 0.91893853320467274178032973640561763986139747363778 // ½ log 2π
+
+// garchRows returns the number of state rows in x and panics when x is ragged.
+func garchRows(method string, x []float64) int {
+	if len(x)%garchState != 0 {
+		panic(fmt.Sprintf("models: GARCH.%s: len(x) = %d is not a multiple of %d", method, len(x), garchState))
+	}
+	return len(x) / garchState
+}
+
+func garchCheckPrev(method string, x, prev []float64) int {
+	n := garchRows(method, x)
+	if len(prev) != len(x) {
+		panic(fmt.Sprintf("models: GARCH.%s: len(prev) = %d, len(x) = %d", method, len(prev), len(x)))
+	}
+	return n
+}
+
+func garchCheckObs(method string, y []float64) {
+	if len(y) != 1 {
+		panic(fmt.Sprintf("models: GARCH.%s: len(y) = %d, want 1", method, len(y)))
+	}
+}
+
+// initRow sets σ_0² = μ and its tangent (∂μ/∂u_1, 0, 0, 0) in row r.
+func (k *garchKernel) initRow(r []float64) {
+	r[garchS2] = k.mu
+	r[garchTan] = k.dmu
+	r[garchTan+1] = 0
+	r[garchTan+2] = 0
+	r[garchTan+3] = 0
+}
+
+// stepRow sets σ_t² and its total tangent in row r from the previous row p.
+// r and p must not overlap (they are distinct rows).
+func (k *garchKernel) stepRow(r, p []float64) {
+	x2, s2 := p[garchX]*p[garchX], p[garchS2]
+	g := k.gamma
+	r[garchS2] = k.alpha + k.beta*x2 + g*s2
+	r[garchTan] = k.da1 + g*p[garchTan]
+	r[garchTan+1] = k.da2 + k.db2*x2 + k.dg2*s2 + g*p[garchTan+1]
+	r[garchTan+2] = k.db3*x2 + k.dg3*s2 + g*p[garchTan+2]
+	r[garchTan+3] = g * p[garchTan+3]
+}
+
+// sigma2 returns σ_t² implied by the previous row p.
+func (k *garchKernel) sigma2(p []float64) float64 {
+	return k.alpha + k.beta*p[garchX]*p[garchX] + k.gamma*p[garchS2]
+}
+
+// SampleInitial implements ssm.Kernel: x_0 ~ N(0, μ), σ_0² = μ.
+func (k *garchKernel) SampleInitial(x []float64, rng *rand.Rand) {
+	n := garchRows("SampleInitial", x)
+	sd := math.Sqrt(k.mu)
+	for i := range n {
+		r := x[i*garchState : (i+1)*garchState : (i+1)*garchState]
+		k.initRow(r)
+		r[garchX] = sd * rng.NormFloat64()
+	}
+}
+
+// SampleTransition implements ssm.Kernel: σ_t² (and tangent) from the
+// previous row, then x_t ~ N(0, σ_t²).
+func (k *garchKernel) SampleTransition(x, prev []float64, rng *rand.Rand) {
+	n := garchCheckPrev("SampleTransition", x, prev)
+	for i := range n {
+		lo, hi := i*garchState, (i+1)*garchState
+		r := x[lo:hi:hi]
+		k.stepRow(r, prev[lo:hi:hi])
+		r[garchX] = math.Sqrt(r[garchS2]) * rng.NormFloat64()
+	}
+}
+
+// SampleEmission implements ssm.Kernel: y ~ N(x, τ²).
+func (k *garchKernel) SampleEmission(y, x []float64, rng *rand.Rand) {
+	garchCheckObs("SampleEmission", y)
+	if len(x) != garchState {
+		panic(fmt.Sprintf("models: GARCH.SampleEmission: len(x) = %d, want %d", len(x), garchState))
+	}
+	y[0] = x[garchX] + k.tau*rng.NormFloat64()
+}
+
+// LogInitial implements ssm.Kernel: log N(x_0 | 0, μ). The σ² part of the
+// row is not checked (it is μ by construction).
+func (k *garchKernel) LogInitial(x []float64) float64 {
+	if len(x) != garchState {
+		panic(fmt.Sprintf("models: GARCH.LogInitial: len(x) = %d, want %d", len(x), garchState))
+	}
+	return -garchHalfLog2Pi - 0.5*k.logMu - 0.5*x[garchX]*x[garchX]/k.mu
+}
+
+// LogTransitions implements ssm.Kernel with dst[j] = log N(x_t | 0, σ_t²(prev_j)),
+// the density of the random part x_t only. The deterministic part
+// (σ_t² = α + β x_{t−1}² + γ σ_{t−1}²) is ignored: the full-state transition
+// is a point mass in σ², with no density, which is why the kernel reports
+// ssm.Degenerate and backward smoothers must not use these values.
+func (k *garchKernel) LogTransitions(dst, x, prev []float64) {
+	if len(x) != garchState {
+		panic(fmt.Sprintf("models: GARCH.LogTransitions: len(x) = %d, want %d", len(x), garchState))
+	}
+	n := garchRows("LogTransitions", prev)
+	if len(dst) != n {
+		panic(fmt.Sprintf("models: GARCH.LogTransitions: len(dst) = %d, want %d", len(dst), n))
+	}
+	xt2 := x[garchX] * x[garchX]
+	for j := range n {
+		s2 := k.sigma2(prev[j*garchState : (j+1)*garchState])
+		dst[j] = -garchHalfLog2Pi - 0.5*math.Log(s2) - 0.5*xt2/s2
+	}
+}
+
+// AddLogEmission implements ssm.Kernel: logw[i] += log N(y | x_i, τ²);
+// a missing (NaN) y adds nothing.
+func (k *garchKernel) AddLogEmission(logw, y, x []float64) {
+	garchCheckObs("AddLogEmission", y)
+	n := garchRows("AddLogEmission", x)
+	if len(logw) != n {
+		panic(fmt.Sprintf("models: GARCH.AddLogEmission: len(logw) = %d, want %d", len(logw), n))
+	}
+	yt := y[0]
+	if math.IsNaN(yt) {
+		return
+	}
+	c, s := k.logNormTau, -0.5/k.tau2
+	for i := range n {
+		e := yt - x[i*garchState+garchX]
+		logw[i] += c + s*e*e
+	}
+}
+
+// AddScore implements ssm.Kernel. With C = (x_t² − σ_t²)/(2σ_t⁴), the
+// transition part is C·∂σ_t²/∂u using the σ_t² and total tangent stored in
+// row x (computed from prev when x was sampled or completed), and the
+// emission part is ((y−x_t)²/τ² − 1) in u_4 = log τ (zero for a missing y).
+// With prev nil, the initial term ∇ log N(x_0 | 0, μ) = C·(∂μ/∂u_1, 0, 0, 0)
+// is added, again read from the row.
+func (k *garchKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
+	n := garchRows("AddScore", x)
+	if len(h) != n*garchParams {
+		panic(fmt.Sprintf("models: GARCH.AddScore: len(h) = %d, want %d", len(h), n*garchParams))
+	}
+	emit := false
+	var yt float64
+	if prev != nil {
+		garchCheckPrev("AddScore", x, prev)
+		garchCheckObs("AddScore", y)
+		yt = y[0]
+		emit = !math.IsNaN(yt)
+	}
+	invTau2 := 1 / k.tau2
+	for i := range n {
+		r := x[i*garchState : (i+1)*garchState : (i+1)*garchState]
+		hi := h[i*garchParams : (i+1)*garchParams : (i+1)*garchParams]
+		xt, s2 := r[garchX], r[garchS2]
+		c := w * (xt*xt - s2) / (2 * s2 * s2)
+		hi[0] += c * r[garchTan]
+		hi[1] += c * r[garchTan+1]
+		hi[2] += c * r[garchTan+2]
+		hi[3] += c * r[garchTan+3]
+		if emit {
+			e := yt - xt
+			hi[3] += w * (e*e*invTau2 - 1)
+		}
+	}
+}
+
+// Complete implements ssm.StateCompleter: it recomputes σ² and the tangent
+// of row x from row prev (prev nil: σ_0² = μ), leaving x_t unchanged.
+func (k *garchKernel) Complete(x, prev []float64) {
+	if len(x) != garchState {
+		panic(fmt.Sprintf("models: GARCH.Complete: len(x) = %d, want %d", len(x), garchState))
+	}
+	if prev == nil {
+		k.initRow(x)
+		return
+	}
+	if len(prev) != garchState {
+		panic(fmt.Sprintf("models: GARCH.Complete: len(prev) = %d, want %d", len(prev), garchState))
+	}
+	k.stepRow(x, prev)
+}
+
+// DegenerateTransition implements ssm.Degenerate: σ_t² is a deterministic
+// function of the previous row, so the transition has no density in the
+// full state and backward smoothers are undefined.
+func (k *garchKernel) DegenerateTransition() bool { return true }
+
+// Propose implements ssm.Proposer with the locally optimal proposal
+//
+//	x_t ~ N(σ_t² y/(σ_t²+τ²), σ_t²τ²/(σ_t²+τ²)),
+//
+// σ_t² computed from prev, and adds the incremental weight
+// log p(y | prev) = log N(y | 0, σ_t² + τ²) to logw. A missing y draws from
+// the transition and adds 0.
+func (k *garchKernel) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
+	garchCheckObs("Propose", y)
+	n := garchCheckPrev("Propose", x, prev)
+	if len(logw) != n {
+		panic(fmt.Sprintf("models: GARCH.Propose: len(logw) = %d, want %d", len(logw), n))
+	}
+	yt := y[0]
+	if math.IsNaN(yt) {
+		k.SampleTransition(x, prev, rng)
+		return
+	}
+	t2, y2 := k.tau2, yt*yt
+	for i := range n {
+		lo, hi := i*garchState, (i+1)*garchState
+		r := x[lo:hi:hi]
+		k.stepRow(r, prev[lo:hi:hi])
+		s2 := r[garchS2]
+		v := s2 + t2
+		f := s2 / v
+		r[garchX] = f*yt + math.Sqrt(f*t2)*rng.NormFloat64()
+		logw[i] += -garchHalfLog2Pi - 0.5*math.Log(v) - 0.5*y2/v
+	}
+}
+
+// LogProposal implements ssm.Proposer: the log density of x's x_t under the
+// proposal from prev (the transition density when y is missing).
+func (k *garchKernel) LogProposal(x, prev, y []float64) float64 {
+	garchCheckObs("LogProposal", y)
+	if len(x) != garchState || len(prev) != garchState {
+		panic(fmt.Sprintf("models: GARCH.LogProposal: len(x) = %d, len(prev) = %d, want %d", len(x), len(prev), garchState))
+	}
+	s2 := k.sigma2(prev)
+	xt := x[garchX]
+	if math.IsNaN(y[0]) {
+		return -garchHalfLog2Pi - 0.5*math.Log(s2) - 0.5*xt*xt/s2
+	}
+	v := s2 + k.tau2
+	f := s2 / v
+	vv := f * k.tau2
+	e := xt - f*y[0]
+	return -garchHalfLog2Pi - 0.5*math.Log(vv) - 0.5*e*e/vv
+}
+
+func garchCheckParams(method string, a, b []float64) {
+	if len(a) != garchParams || len(b) != garchParams {
+		panic(fmt.Sprintf("models: GARCH.%s: slice lengths %d and %d, want %d", method, len(a), len(b), garchParams))
+	}
+}
