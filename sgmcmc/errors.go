@@ -1,0 +1,65 @@
+package sgmcmc
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNonFinite is wrapped by every *NonFiniteError.
+	ErrNonFinite = errors.New("sgmcmc: non-finite value")
+	// ErrSettings marks invalid Settings or arguments of Run.
+	ErrSettings = errors.New("sgmcmc: invalid settings")
+	// ErrStepSize marks a schedule that returned a step size that is not
+	// finite and positive.
+	ErrStepSize = errors.New("sgmcmc: invalid step size")
+	// ErrCheckpoint marks a checkpoint that cannot be written, read or
+	// matched with the run that tries to resume from it.
+	ErrCheckpoint = errors.New("sgmcmc: checkpoint")
+)
+
+// NonFiniteError reports a NaN or infinite gradient estimate or parameter.
+type NonFiniteError struct {
+	Chain int // chain index
+	Iter  int // iteration k whose gradient ĝ(u_k), or whose step to u_{k+1}, was non-finite
+	// Param is true when the step produced a non-finite parameter u_{k+1}
+	// from a finite gradient, false when the gradient ĝ(u_k) was non-finite.
+	Param bool
+	Index int // first offending component
+}
+
+func (e *NonFiniteError) Error() string {
+	what := "gradient estimate at u_k"
+	if e.Param {
+		what = "parameter u_{k+1} after the step"
+	}
+	return fmt.Sprintf("sgmcmc: chain %d, iteration %d: non-finite %s (component %d)", e.Chain, e.Iter, what, e.Index)
+}
+
+// Unwrap makes errors.Is(err, ErrNonFinite) true.
+func (e *NonFiniteError) Unwrap() error { return ErrNonFinite }
+
+// ChainError wraps an error returned by an Estimator or a Schedule, naming the
+// chain and iteration where it happened.
+type ChainError struct {
+	Chain int
+	Iter  int
+	Err   error
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("sgmcmc: chain %d, iteration %d: %v", e.Chain, e.Iter, e.Err)
+}
+
+func (e *ChainError) Unwrap() error { return e.Err }
+
+// firstNonFinite returns the index of the first NaN or ±Inf in x, or -1.
+func firstNonFinite(x []float64) int {
+	for i, v := range x {
+		// v-v is NaN for NaN and ±Inf and 0 otherwise: one test per element.
+		if v-v != 0 {
+			return i
+		}
+	}
+	return -1
+}

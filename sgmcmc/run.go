@@ -1,0 +1,380 @@
+package sgmcmc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Settings configures Run. Zero values are the documented defaults.
+type Settings struct {
+	// Iterations is the number of iterations (gradient evaluations) per
+	// chain; 0 means no limit, and then Runtime must be set.
+	Iterations int
+	// Runtime is the compute-time budget of each chain: a chain stops
+	// before an iteration once it has run this long (the paper compares
+	// samplers at equal compute time). Only the time the chain itself runs
+	// counts, so the budget is fair when Concurrency < Chains; it is carried
+	// across a resume. 0 means no limit.
+	Runtime time.Duration
+	// BurnIn is the number of initial iterations whose draws are not
+	// recorded; Thin keeps every Thin-th draw after it (0 means 1). The
+	// draws kept are those of iterations k ≥ BurnIn with (k − BurnIn) a
+	// multiple of Thin.
+	BurnIn, Thin int
+	// Schedule gives the step sizes (required).
+	Schedule Schedule
+	// Chains is the number of chains (0 means 1) and Concurrency the
+	// number run at once (0 means GOMAXPROCS). The output does not depend
+	// on Concurrency or GOMAXPROCS.
+	Chains, Concurrency int
+	// Seed seeds the generators: chain c draws from
+	// rand.New(rand.NewPCG(Seed, uint64(c))).
+	Seed uint64
+	// NonFinite selects what a NaN or infinite gradient or parameter does.
+	NonFinite OnNonFinite
+	// Recorder observes the kept draws; nil records nothing. Combine
+	// several with Multi.
+	Recorder Recorder
+
+	// Checkpoint is the path of the checkpoint file; "" disables
+	// checkpointing. The file is replaced atomically (temporary file in
+	// the same directory, fsync, rename, fsync of the directory) at the
+	// start, whenever the running chains reach a multiple of
+	// CheckpointEvery iterations (0 means 1000), and at the end, but never
+	// after a cancellation or a recorder failure, whose state is not a
+	// clean cut. Chains wait for each other at each multiple.
+	Checkpoint      string
+	CheckpointEvery int
+	// Resume continues from the Checkpoint file when it exists (a fresh
+	// run starts otherwise). The chains continue bit-for-bit as the
+	// uninterrupted run: init is not called; estimators and methods come
+	// from the factories and get their checkpointed state; a Resumer
+	// recorder discards what it wrote after the checkpoint. Chains,
+	// Seed, BurnIn, Thin and the dimension must match the checkpoint;
+	// Iterations and Runtime may be raised to extend a run. The Schedule
+	// must be the same for the continuation to be exact.
+	Resume bool
+}
+
+// ChainResult reports one chain.
+type ChainResult struct {
+	Status Status
+	// Err is the error that stopped the chain (a *NonFiniteError or a
+	// *ChainError), nil for limits and cancellation.
+	Err        error
+	Iterations int           // iterations done: U is u_Iterations
+	Kept       int           // draws passed to the Recorder, including before a resume
+	Skipped    int           // iterations rejected under Skip
+	Elapsed    time.Duration // compute time of the chain, including before a resume
+	// U is the final parameter: after a non-finite stop, the last finite one.
+	U []float64
+}
+
+// Result reports a run.
+type Result struct {
+	// Status is the most severe of the chains' (see Status).
+	Status  Status
+	Chains  []ChainResult
+	Runtime time.Duration // wall-clock time of this call
+	Resumed bool          // whether the run continued from a checkpoint
+}
+
+// Run samples Settings.Chains chains of dimension dim. For chain c it calls
+// newEst(c) and newMethod(c) once (estimators and methods are never shared
+// between goroutines) and init(c, u) to fill the starting point u_0, which
+// must be finite. Chains run in parallel, Concurrency at a time.
+//
+// The returned Result is non-nil whenever the run started; the error joins the
+// chains' errors (errors.Is works with ErrNonFinite and context.Canceled), the
+// context's error and any recorder or checkpoint error. Other chains go on
+// when one stops on a non-finite value or an estimator error; cancellation or a
+// recorder error stops them all.
+func Run(ctx context.Context, newEst func(chain int) Estimator, newMethod func(chain int) Method,
+	init func(chain int, u []float64) error, dim int, s Settings) (*Result, error) {
+	wall := time.Now()
+	if newEst == nil || newMethod == nil || init == nil {
+		return nil, fmt.Errorf("%w: newEst, newMethod and init must be non-nil", ErrSettings)
+	}
+	if err := s.normalize(dim); err != nil {
+		return nil, err
+	}
+	var ck *checkpointData
+	if s.Resume && s.Checkpoint != "" {
+		var err error
+		if ck, err = readCheckpoint(s.Checkpoint); err != nil {
+			return nil, err
+		}
+		if ck != nil {
+			if err := ck.matches(dim, &s); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	chains := make([]*chain, s.Chains)
+	for c := range chains {
+		pcg := rand.NewPCG(s.Seed, uint64(c))
+		est, m := newEst(c), newMethod(c)
+		if est == nil || m == nil {
+			return nil, fmt.Errorf("%w: newEst or newMethod returned nil for chain %d", ErrSettings, c)
+		}
+		u := make([]float64, dim)
+		if ck == nil {
+			if err := init(c, u); err != nil {
+				return nil, fmt.Errorf("sgmcmc: init of chain %d: %w", c, err)
+			}
+			if i := firstNonFinite(u); i >= 0 {
+				return nil, fmt.Errorf("%w: init of chain %d gave u[%d] = %v", ErrSettings, c, i, u[i])
+			}
+		}
+		smp := NewSampler(est, m, u, s.Schedule, rand.New(pcg))
+		smp.chain = c
+		ch := &chain{s: smp, pcg: pcg}
+		if ck != nil {
+			if err := ch.restore(&ck.State[c]); err != nil {
+				return nil, fmt.Errorf("%w: chain %d: %w", ErrCheckpoint, c, err)
+			}
+		}
+		chains[c] = ch
+	}
+
+	info := Info{Chains: s.Chains, Dim: dim, Iterations: s.Iterations, Runtime: s.Runtime,
+		BurnIn: s.BurnIn, Thin: s.Thin, Start: make([]int, s.Chains)}
+	for c, ch := range chains {
+		info.Start[c] = ch.s.k
+	}
+	rec := &lockedRecorder{r: s.Recorder}
+	if rec.r == nil {
+		rec.r = nopRecorder{}
+	}
+	var err error
+	if rs, ok := rec.r.(Resumer); ok && ck != nil {
+		err = rs.Resume(info, ck.Recorder)
+	} else {
+		err = rec.r.Init(info)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sgmcmc: recorder: %w", err)
+	}
+
+	// ckErr is a failure of the run rather than of a chain.
+	var ckErr error
+	if s.Checkpoint != "" && ck == nil {
+		ckErr = writeCheckpoint(s.Checkpoint, dim, &s, chains, rec)
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rec.cancel = cancel
+	sem := make(chan struct{}, s.Concurrency)
+	for ckErr == nil {
+		var wg sync.WaitGroup
+		for _, ch := range chains {
+			if ch.res.Status != Running {
+				continue
+			}
+			target := math.MaxInt
+			if s.Checkpoint != "" {
+				target = (ch.s.k/s.CheckpointEvery + 1) * s.CheckpointEvery
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				ch.run(rctx, target, &s, rec)
+			}()
+		}
+		wg.Wait()
+		if rctx.Err() != nil {
+			break
+		}
+		if s.Checkpoint != "" {
+			if ckErr = writeCheckpoint(s.Checkpoint, dim, &s, chains, rec); ckErr != nil {
+				break
+			}
+		}
+		running := false
+		for _, ch := range chains {
+			running = running || ch.res.Status == Running
+		}
+		if !running {
+			break
+		}
+	}
+
+	var errs []error
+	res := &Result{Chains: make([]ChainResult, s.Chains), Resumed: ck != nil}
+	for c, ch := range chains {
+		r := ch.res
+		if r.Status == Running {
+			r.Status = Canceled
+		}
+		r.Iterations = ch.s.k
+		r.U = append([]float64(nil), ch.s.u...)
+		res.Chains[c] = r
+		res.Status = max(res.Status, r.Status)
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	if ckErr != nil {
+		errs = append(errs, ckErr)
+		res.Status = Failure
+	}
+	res.Runtime = time.Since(wall)
+	if err := rec.r.Done(res); err != nil {
+		errs = append(errs, fmt.Errorf("sgmcmc: recorder: %w", err))
+		res.Status = Failure
+	}
+	return res, errors.Join(errs...)
+}
+
+func (s *Settings) normalize(dim int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...)
+	}
+	switch {
+	case dim <= 0:
+		return bad("dimension %d must be positive", dim)
+	case s.Schedule == nil:
+		return bad("Schedule is required")
+	case s.Iterations < 0:
+		return bad("Iterations %d is negative", s.Iterations)
+	case s.Runtime < 0:
+		return bad("Runtime %v is negative", s.Runtime)
+	case s.Iterations == 0 && s.Runtime == 0:
+		return bad("Iterations or Runtime must be set")
+	case s.BurnIn < 0:
+		return bad("BurnIn %d is negative", s.BurnIn)
+	case s.Thin < 0:
+		return bad("Thin %d is negative", s.Thin)
+	case s.Chains < 0:
+		return bad("Chains %d is negative", s.Chains)
+	case s.Concurrency < 0:
+		return bad("Concurrency %d is negative", s.Concurrency)
+	case s.CheckpointEvery < 0:
+		return bad("CheckpointEvery %d is negative", s.CheckpointEvery)
+	case s.NonFinite != Stop && s.NonFinite != Skip:
+		return bad("unknown NonFinite %d", s.NonFinite)
+	}
+	if s.Thin == 0 {
+		s.Thin = 1
+	}
+	if s.Chains == 0 {
+		s.Chains = 1
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	if s.CheckpointEvery == 0 {
+		s.CheckpointEvery = 1000
+	}
+	return nil
+}
+
+// chain is the runner's per-chain state.
+type chain struct {
+	s    *Sampler
+	pcg  *rand.PCG // kept to checkpoint the generator of s.rng
+	res  ChainResult
+	draw Draw // reused so that recording allocates nothing
+}
+
+// run advances the chain until it stops or reaches iteration target.
+func (ch *chain) run(ctx context.Context, target int, st *Settings, rec *lockedRecorder) {
+	t0 := time.Now()
+	defer func() { ch.res.Elapsed += time.Since(t0) }()
+	s, r := ch.s, &ch.res
+	done := ctx.Done()
+	for {
+		if st.Iterations > 0 && s.k >= st.Iterations {
+			r.Status = IterationLimit
+			return
+		}
+		if s.k >= target {
+			return
+		}
+		select {
+		case <-done:
+			r.Status = Canceled
+			return
+		default:
+		}
+		if st.Runtime > 0 && r.Elapsed+time.Since(t0) >= st.Runtime {
+			r.Status = RuntimeLimit
+			return
+		}
+		if err := s.evaluate(ctx); err != nil {
+			if _, ok := err.(*NonFiniteError); ok {
+				if st.NonFinite == Skip {
+					r.Skipped++
+					s.k++
+					continue
+				}
+				r.Status, r.Err = NonFinite, err
+				return
+			}
+			if ctx.Err() != nil {
+				// The estimator gave up because of the cancellation.
+				r.Status = Canceled
+				return
+			}
+			r.Status, r.Err = Failure, err
+			return
+		}
+		if s.k >= st.BurnIn && (s.k-st.BurnIn)%st.Thin == 0 {
+			d := &ch.draw
+			*d = Draw{Chain: s.chain, Iter: s.k, U: s.u, Grad: s.g, LogPost: s.logPost,
+				StepSize: s.h, Elapsed: r.Elapsed + time.Since(t0)}
+			if err := rec.record(d); err != nil {
+				r.Status = Failure
+				r.Err = &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("recorder: %w", err)}
+				return
+			}
+			r.Kept++
+		}
+		if err := s.move(); err != nil {
+			if st.NonFinite == Skip {
+				r.Skipped++
+				s.k++
+				continue
+			}
+			r.Status, r.Err = NonFinite, err
+			return
+		}
+		s.k++
+	}
+}
+
+// lockedRecorder serialises the chains' calls and aborts the run on error.
+type lockedRecorder struct {
+	mu     sync.Mutex
+	r      Recorder
+	cancel context.CancelFunc
+}
+
+func (l *lockedRecorder) record(d *Draw) error {
+	l.mu.Lock()
+	err := l.r.Record(d)
+	l.mu.Unlock()
+	if err != nil {
+		l.cancel()
+	}
+	return err
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Init(Info) error    { return nil }
+func (nopRecorder) Record(*Draw) error { return nil }
+func (nopRecorder) Done(*Result) error { return nil }

@@ -1,0 +1,354 @@
+package ssm
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ParseError reports malformed CSV input. It wraps ErrData, so
+// errors.Is(err, ErrData) holds.
+type ParseError struct {
+	// Line is the 1-based line of the input where the problem is. For input
+	// with no data rows it is the line after the last one read.
+	Line int
+	// Column is the 1-based field (not byte) of the offending cell within
+	// its row. It is 0 when the problem concerns a whole row or the whole
+	// input: no data rows, no observation columns, a CSV syntax error.
+	Column int
+	// Msg describes the problem.
+	Msg string
+}
+
+func (e *ParseError) Error() string {
+	if e.Column > 0 {
+		return fmt.Sprintf("ssm: csv line %d, column %d: %s", e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("ssm: csv line %d: %s", e.Line, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrData) true.
+func (e *ParseError) Unwrap() error { return ErrData }
+
+// ReadCSV reads one sequence from r: one row per time step, one column per
+// observation component, fields separated by commas (RFC 4180 quoting).
+//
+// The first row is a header, and is skipped, when any of its cells is
+// neither a number nor a missing marker; a header whose names all look like
+// numbers is therefore read as data. Whitespace around a cell is ignored.
+// The cells "", "NA" (any case) and "NaN" (any case) mark a missing
+// component and become NaN. Blank lines are skipped (so in a one-column
+// file write a missing value as NA, not as an empty line). A leading UTF-8
+// byte order mark is ignored. Numbers are read with strconv.ParseFloat.
+//
+// Every row must have as many cells as the first. A non-numeric cell, a
+// ragged row, an infinite value (Inf, 1e999), input with no data rows or a
+// CSV syntax error gives a *ParseError naming the line and column. Rows
+// whose cells are all missing are kept: a wholly missing observation is
+// valid data (it adds nothing to the likelihood), so even a sequence with
+// every value missing is returned without error. ReadCSV never panics.
+//
+// An error from r itself is returned wrapped, and does not wrap ErrData.
+func ReadCSV(r io.Reader) (Sequence, error) {
+	res, err := readCSV(r, "", -1)
+	if err != nil {
+		return Sequence{}, err
+	}
+	return Sequence{Obs: res.obs, Y: res.seqs[0]}, nil
+}
+
+// ReadCSVFile opens the named file and reads it with ReadCSV. Errors are
+// prefixed with the path and still wrap *ParseError and ErrData.
+func ReadCSVFile(path string) (Sequence, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Sequence{}, err
+	}
+	defer f.Close()
+	s, err := ReadCSV(bufio.NewReader(f))
+	if err != nil {
+		return Sequence{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ReadCSVDataset reads several sequences from r, told apart by the column
+// whose header is idColumn. It is CSVDataset{IDColumn: idColumn}.Read(r).
+func ReadCSVDataset(r io.Reader, idColumn string) (Dataset, error) {
+	return CSVDataset{IDColumn: idColumn}.Read(r)
+}
+
+// CSVDataset describes a CSV file holding several sequences in long
+// format: one row per time step of some sequence, a sequence-id column and
+// one column per observation component. Exactly one of IDColumn and IDIndex
+// must be set.
+type CSVDataset struct {
+	// IDColumn is the header name of the id column. The first row is then
+	// always a header, and must hold this name (after trimming whitespace)
+	// exactly once.
+	IDColumn string
+	// IDIndex is the 1-based index of the id column, used when IDColumn is
+	// "". The first row is then a header when any of its cells other than
+	// the id is neither a number nor a missing marker.
+	IDIndex int
+}
+
+// Read reads a Dataset from r. Cells are read as in ReadCSV. Rows of one
+// sequence need not be contiguous: sequences are ordered by the first
+// appearance of their id, and the rows of a sequence keep their order in
+// the input. Ids are compared after trimming whitespace and stored in
+// Dataset.IDs. An empty id, a row without observation columns and every
+// error of ReadCSV give a *ParseError. Read never panics on any input; it
+// panics when neither or both of IDColumn and IDIndex are set, or IDIndex
+// is negative.
+func (c CSVDataset) Read(r io.Reader) (Dataset, error) {
+	idCol := -1
+	switch {
+	case c.IDColumn != "" && c.IDIndex != 0:
+		panic("ssm: CSVDataset with both IDColumn and IDIndex set")
+	case c.IDColumn == "" && c.IDIndex <= 0:
+		panic("ssm: CSVDataset needs IDColumn or a positive IDIndex")
+	case c.IDColumn == "":
+		idCol = c.IDIndex - 1
+	}
+	res, err := readCSV(r, c.IDColumn, idCol)
+	if err != nil {
+		return Dataset{}, err
+	}
+	d := Dataset{Sequences: make([]Sequence, len(res.seqs)), IDs: res.ids}
+	for i, y := range res.seqs {
+		d.Sequences[i] = Sequence{Obs: res.obs, Y: y}
+	}
+	return d, nil
+}
+
+// WriteCSV writes s to w in the format ReadCSV reads: no header, one row
+// per time step, numbers in the shortest form that reads back exactly
+// (strconv 'g', -1) and NaN written as "NaN". It refuses an invalid
+// sequence or one holding ±Inf before writing anything.
+func WriteCSV(w io.Writer, s Sequence) error {
+	if err := s.Validate(0); err != nil {
+		return err
+	}
+	if err := s.CheckFinite(); err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	var buf []byte
+	for t := 0; t < s.Len(); t++ {
+		buf = buf[:0]
+		for j, v := range s.At(t) {
+			if j > 0 {
+				buf = append(buf, ',')
+			}
+			if math.IsNaN(v) {
+				buf = append(buf, "NaN"...)
+			} else {
+				buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+			}
+		}
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// csvResult is what readCSV parsed: one flat row-major slice per sequence.
+type csvResult struct {
+	obs  int
+	seqs [][]float64
+	ids  []string // nil without an id column
+}
+
+// readCSV parses r. idName, when non-empty, names the id column in the
+// header; otherwise idCol is its 0-based index, or -1 for a single sequence.
+func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1 // ragged rows are reported by us, with the column
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+
+	rec, err := cr.Read()
+	if err == io.EOF {
+		return csvResult{}, &ParseError{Line: 1, Msg: "empty input: no data rows"}
+	}
+	if err != nil {
+		return csvResult{}, convertCSVError(err)
+	}
+	rec[0] = strings.TrimPrefix(rec[0], "\uFEFF")
+	width := len(rec)
+	line, _ := cr.FieldPos(0)
+	lastLine, _ := cr.FieldPos(width - 1)
+
+	header := false
+	if idName != "" {
+		header = true
+		idCol = -1
+		for i, cell := range rec {
+			if strings.TrimSpace(cell) != idName {
+				continue
+			}
+			if idCol >= 0 {
+				return csvResult{}, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("id column %s appears more than once in the header", quoteCell(idName))}
+			}
+			idCol = i
+		}
+		if idCol < 0 {
+			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header", quoteCell(idName))}
+		}
+	} else {
+		if idCol >= width {
+			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("id column %d is beyond the %d columns of the first row", idCol+1, width)}
+		}
+		for i, cell := range rec {
+			if i == idCol {
+				continue
+			}
+			if _, kind := parseCell(cell); kind == cellBad {
+				header = true
+				break
+			}
+		}
+	}
+	obs := width
+	if idCol >= 0 {
+		obs--
+	}
+	if obs == 0 {
+		return csvResult{}, &ParseError{Line: line, Msg: "no observation columns"}
+	}
+
+	res := csvResult{obs: obs}
+	var index map[string]int
+	if idCol >= 0 {
+		index = make(map[string]int)
+	} else {
+		res.seqs = [][]float64{nil}
+	}
+	rows := 0
+	for {
+		if !header {
+			if len(rec) != width {
+				col := min(len(rec), width) + 1
+				return csvResult{}, &ParseError{Line: line, Column: col, Msg: fmt.Sprintf("row has %d fields, the first row has %d", len(rec), width)}
+			}
+			k := 0
+			if idCol >= 0 {
+				id := strings.TrimSpace(rec[idCol])
+				if id == "" {
+					l, _ := cr.FieldPos(idCol)
+					return csvResult{}, &ParseError{Line: l, Column: idCol + 1, Msg: "empty sequence id"}
+				}
+				var ok bool
+				if k, ok = index[id]; !ok {
+					k = len(res.seqs)
+					index[id] = k
+					res.seqs = append(res.seqs, nil)
+					res.ids = append(res.ids, id)
+				}
+			}
+			y := res.seqs[k]
+			for i, cell := range rec {
+				if i == idCol {
+					continue
+				}
+				v, kind := parseCell(cell)
+				if kind != cellNumber && kind != cellMissing {
+					l, _ := cr.FieldPos(i)
+					return csvResult{}, &ParseError{Line: l, Column: i + 1, Msg: kind.message(cell)}
+				}
+				y = append(y, v)
+			}
+			res.seqs[k] = y
+			rows++
+		}
+		header = false
+
+		rec, err = cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return csvResult{}, convertCSVError(err)
+		}
+		line, _ = cr.FieldPos(0)
+		lastLine, _ = cr.FieldPos(len(rec) - 1)
+	}
+	if rows == 0 {
+		return csvResult{}, &ParseError{Line: lastLine + 1, Msg: "no data rows after the header (sequence of length 0)"}
+	}
+	return res, nil
+}
+
+// convertCSVError turns an encoding/csv syntax error into a *ParseError;
+// other errors come from the reader and are passed on.
+func convertCSVError(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &ParseError{Line: pe.Line, Msg: fmt.Sprintf("malformed CSV at byte %d of the line: %v", pe.Column, pe.Err)}
+	}
+	return fmt.Errorf("ssm: reading csv: %w", err)
+}
+
+type cellKind int
+
+const (
+	cellNumber cellKind = iota
+	cellMissing
+	cellInf      // parses to ±Inf
+	cellOverflow // finite syntax beyond the float64 range
+	cellBad      // not a number
+)
+
+func (k cellKind) message(cell string) string {
+	switch k {
+	case cellInf:
+		return fmt.Sprintf("infinite value %s", quoteCell(cell))
+	case cellOverflow:
+		return fmt.Sprintf("value %s overflows float64", quoteCell(cell))
+	}
+	return fmt.Sprintf("non-numeric cell %s", quoteCell(cell))
+}
+
+// parseCell reads one cell; missing cells are NaN.
+func parseCell(cell string) (float64, cellKind) {
+	s := strings.TrimSpace(cell)
+	if s == "" || strings.EqualFold(s, "NA") {
+		return math.NaN(), cellMissing
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0):
+		return 0, cellOverflow
+	case err != nil:
+		return 0, cellBad
+	case math.IsNaN(v):
+		return v, cellMissing
+	case math.IsInf(v, 0):
+		return 0, cellInf
+	}
+	return v, cellNumber
+}
+
+// quoteCell quotes a cell for a message, shortening long ones so that a
+// hostile input cannot produce a huge error string.
+func quoteCell(s string) string {
+	const max = 40
+	s = strings.TrimSpace(s)
+	n := 0
+	for i := range s {
+		if n == max {
+			return strconv.Quote(s[:i]) + "..."
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,102 @@
+// Package ssm is the vocabulary of pbsgmcmc: the state space model
+// interfaces a model implements, the observed data, the windows a particle
+// filter runs over, and reading data from CSV and binary files.
+//
+// # The model
+//
+// A state space model with parameters θ is
+//
+//	x_0 ~ ν_0(·|θ),
+//	x_t | x_{t-1} ~ p(x_t | x_{t-1}, θ),   t = 1..T  (transition),
+//	y_t | x_t     ~ p(y_t | x_t, θ),       t = 1..T  (emission).
+//
+// A Model is the family; Model.Bind fixes the parameters and returns a
+// Kernel, which samples and evaluates ν_0, the transition and the emission
+// on blocks of particles: n×State row-major []float64 slices, so that a
+// filter makes one interface call per time step and allocates nothing.
+// Simulate draws a path and data from a Kernel.
+//
+// # Time convention
+//
+// A Sequence holds y_1..y_T as rows 0..T−1: row t (0-based) is y_{t+1},
+// and x_0 ~ ν_0 is the state just before row 0. A Window filters rows
+// [Start, End) and keeps the statistic of rows [KeepStart, KeepEnd); the
+// state just before row Start is drawn from ν_0, which is the exact prior
+// only when Start = 0 and otherwise the paper's choice for the first state
+// of a buffered subsequence (exact when ν_0 is the stationary law). In the
+// paper's 1-based notation, the subsequence S = {s+1..s+S} with buffer
+// S* = {s+1−B..s+S+B} is the window Start = s−B, KeepStart = s,
+// KeepEnd = s+S, End = s+S+B (truncated to [0, T]).
+//
+// # Fisher's identity and the pairwise statistic
+//
+// The score of the data is the smoothed expectation of the complete-data
+// score (Fisher's identity),
+//
+//	∇ log p(y_{1:T}|θ) = E[∇ log ν_0(x_0|θ) | y_{1:T}] + Σ_{t=1..T} E[h_t(x_t, x_{t-1}) | y_{1:T}],
+//	h_t(x_t, x_{t-1}) = ∇ [log p(x_t | x_{t-1}, θ) + log p(y_t | x_t, θ)].
+//
+// Kernel.AddScore adds w·h_t for every particle row (and w·∇ log ν_0 when
+// prev is nil), so a filter can carry the running sums H_t of Algorithm 1
+// of the paper. The buffered stochastic gradient of the paper is
+//
+//	ĝ(S, B) = Σ_{t∈S} w_t E[h_t | y_{S*}],  w_t = 1 / Pr(t ∈ S),
+//
+// with the weights in Window.Weights; the initial term belongs to it only
+// when the window starts at the start of the sequence and keeps time 0
+// (Window.KeepsInitial).
+//
+// # Parameters, transforms and priors
+//
+// Samplers move an unconstrained vector u ∈ R^p; the natural parameters
+// are θ = Constrain(u) (for example φ = tanh u_1, σ = exp u_2), and every
+// gradient in this module, AddScore's included, is with respect to u.
+// A prior π_θ on the natural parameters becomes on u
+//
+//	log π_u(u) = log π_θ(θ(u)) + log|det ∂θ/∂u|,
+//
+// and Prior.LogPrior returns this, Jacobian included, with its gradient in
+// u. The samplers target π_u(u)·p(y | θ(u)). Invalid natural parameters
+// give a *ParamError (wrapping ErrInvalidParam) naming the parameter.
+//
+// # Missing data
+//
+// A NaN component of an observation is missing: it adds 0 to the emission
+// log density and to the score, so a wholly missing y_t leaves the filter
+// to propagate the state. Kernels must honour this component by component.
+//
+// # Optional capabilities
+//
+// Algorithms discover extra abilities by type assertion:
+//
+//   - Proposer (Kernel): a guided proposal q(x_t | x_{t-1}, y_t), such as
+//     the locally optimal one; without it filters use the transition
+//     (the bootstrap filter).
+//   - TransitionBounder (Kernel): an upper bound on log p(x_t|x_{t-1}),
+//     enabling accept-reject backward sampling (PaRIS).
+//   - Degenerate (Kernel): the transition has no density in the full state
+//     (GARCH's σ_t²), so backward smoothers are refused.
+//   - StateCompleter (Kernel): recomputes the deterministic part of a
+//     state row from the previous row, for derivative checks.
+//   - ExactScorer (Model): exact (N = ∞) log-likelihood and smoothed score
+//     over a window, as the Kalman filter gives for linear Gaussian models.
+//
+// # Data
+//
+// A Sequence is one T×Obs row-major series; a Dataset is several
+// independent sequences sharing θ, with optional ids. Validate checks
+// shapes in O(1); CheckFinite scans the values for ±Inf.
+//
+// ReadCSV reads one sequence, one column per observation component, with
+// an optional header; "", "NA" and "NaN" are missing. CSVDataset (and
+// ReadCSVDataset) read several sequences told apart by an id column.
+// Malformed input gives a *ParseError naming the line and column and
+// wrapping ErrData; the readers never panic. WriteCSV writes the format
+// back.
+//
+// Long series are stored as raw little-endian float64, row-major, without
+// a header (WriteBinary; NumPy's y.astype("<f8").tofile). OpenBinary maps
+// such a file read-only on Unix systems, so T = 10^9 observations are used
+// without being loaded into memory; ReadBinary reads one into memory on
+// any host.
+package ssm
