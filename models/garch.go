@@ -138,6 +138,15 @@ func (m GARCH) FromABG(alpha, beta, gamma, tau float64) ([]float64, error) {
 // the GARCH documentation; it also implements ssm.Proposer (the locally
 // optimal proposal), ssm.StateCompleter and ssm.Degenerate.
 func (GARCH) Bind(u []float64) (ssm.Kernel, error) {
+	k := new(garchKernel)
+	if err := k.Rebind(u); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Rebind implements ssm.Rebinder.
+func (dst *garchKernel) Rebind(u []float64) error {
 	if len(u) != garchParams {
 		panic(fmt.Sprintf("models: GARCH.Bind: len(u) = %d, want %d", len(u), garchParams))
 	}
@@ -145,12 +154,12 @@ func (GARCH) Bind(u []float64) (ssm.Kernel, error) {
 	var v, dv [garchParams]float64
 	for i, tr := range garchTransforms {
 		if math.IsNaN(u[i]) {
-			return nil, &ssm.ParamError{Name: garchNames[i], Value: math.NaN(), Reason: fmt.Sprintf("u[%d] is NaN", i)}
+			return &ssm.ParamError{Name: garchNames[i], Value: math.NaN(), Reason: fmt.Sprintf("u[%d] is NaN", i)}
 		}
 		v[i], dv[i], _, _ = tr.Forward(u[i])
 		// Saturated transforms (|u| of a few tens) land on the boundary.
 		if !(v[i] > tr.Lo && v[i] < tr.Hi) || dv[i] == 0 {
-			return nil, &ssm.ParamError{Name: garchNames[i], Value: v[i], Reason: fmt.Sprintf("must lie strictly inside (%v, %v) (u[%d] = %v)", tr.Lo, tr.Hi, i, u[i])}
+			return &ssm.ParamError{Name: garchNames[i], Value: v[i], Reason: fmt.Sprintf("must lie strictly inside (%v, %v) (u[%d] = %v)", tr.Lo, tr.Hi, i, u[i])}
 		}
 	}
 	mu, phi, lam, tau := v[0], v[1], v[2], v[3]
@@ -158,7 +167,7 @@ func (GARCH) Bind(u []float64) (ssm.Kernel, error) {
 	k.alpha, k.beta, k.gamma = mu*(1-phi), phi*lam, phi*(1-lam)
 	k.tau2 = tau * tau
 	if !(k.tau2 > 0) || math.IsInf(k.tau2, 1) {
-		return nil, &ssm.ParamError{Name: "tau", Value: tau, Reason: "tau² must be positive and finite in float64"}
+		return &ssm.ParamError{Name: "tau", Value: tau, Reason: "tau² must be positive and finite in float64"}
 	}
 	k.logNormTau = -0.5*math.Log(2*math.Pi) - math.Log(tau)
 	k.logMu = math.Log(mu)
@@ -171,7 +180,8 @@ func (GARCH) Bind(u []float64) (ssm.Kernel, error) {
 	k.dg2 = dv[1] * (1 - lam)
 	k.db3 = phi * dv[2]
 	k.dg3 = -phi * dv[2]
-	return &k, nil
+	*dst = k
+	return nil
 }
 
 // Simulate draws x_0..x_T and y_1..y_T at u. x is the (T+1)×6 block of full

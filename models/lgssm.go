@@ -97,11 +97,20 @@ func (m LGSSM) Params(phi, sigma, tau float64) ([]float64, error) {
 // Bind implements ssm.Model. The kernel also implements ssm.Proposer and
 // ssm.TransitionBounder.
 func (LGSSM) Bind(u []float64) (ssm.Kernel, error) {
-	ar, err := newScalarAR1("LGSSM", u)
-	if err != nil {
+	k := new(lgssmKernel)
+	if err := k.Rebind(u); err != nil {
 		return nil, err
 	}
-	k := &lgssmKernel{scalarAR1: ar}
+	return k, nil
+}
+
+// Rebind implements ssm.Rebinder.
+func (dst *lgssmKernel) Rebind(u []float64) error {
+	ar, err := newScalarAR1("LGSSM", u)
+	if err != nil {
+		return err
+	}
+	k := lgssmKernel{scalarAR1: ar}
 	s2, t2 := ar.s2, ar.t2
 	k.invT2 = 1 / t2
 	k.logNormT = -0.5*math.Log(2*math.Pi) - math.Log(ar.tau)
@@ -116,9 +125,10 @@ func (LGSSM) Bind(u []float64) (ssm.Kernel, error) {
 	k.halfInvQV = 0.5 * (1/s2 + 1/t2)
 	k.logNormQ = -0.5*math.Log(2*math.Pi) - math.Log(ar.sigma) - math.Log(ar.tau) + 0.5*math.Log(pv)
 	if math.IsInf(pv, 0) || !(k.qSD > 0) || math.IsInf(k.halfInvQV, 0) {
-		return nil, &ssm.ParamError{Name: "tau", Value: ar.tau, Reason: fmt.Sprintf("σ = %v and τ = %v overflow the proposal variance", ar.sigma, ar.tau)}
+		return &ssm.ParamError{Name: "tau", Value: ar.tau, Reason: fmt.Sprintf("σ = %v and τ = %v overflow the proposal variance", ar.sigma, ar.tau)}
 	}
-	return k, nil
+	*dst = k
+	return nil
 }
 
 // Simulate draws x_0..x_T (length T+1) and y_1..y_T at u.

@@ -189,3 +189,11 @@ func unconstrain(trs []Transform, names []string, u, theta []float64) error {
 }
 
 var _ ssm.Prior = Independent{}
+
+// The scalar kernels re-target in place so estimators allocate nothing per
+// iteration.
+var (
+	_ ssm.Rebinder = (*lgssmKernel)(nil)
+	_ ssm.Rebinder = (*svmKernel)(nil)
+	_ ssm.Rebinder = (*garchKernel)(nil)
+)

@@ -62,15 +62,25 @@ func (SVM) Params(phi, sigma, tau float64) ([]float64, error) {
 // Bind implements ssm.Model. The kernel also implements
 // ssm.TransitionBounder.
 func (SVM) Bind(u []float64) (ssm.Kernel, error) {
-	ar, err := newScalarAR1("SVM", u)
-	if err != nil {
+	k := new(svmKernel)
+	if err := k.Rebind(u); err != nil {
 		return nil, err
 	}
-	return &svmKernel{
+	return k, nil
+}
+
+// Rebind implements ssm.Rebinder.
+func (k *svmKernel) Rebind(u []float64) error {
+	ar, err := newScalarAR1("SVM", u)
+	if err != nil {
+		return err
+	}
+	*k = svmKernel{
 		scalarAR1: ar,
 		invT2:     1 / ar.t2,
 		logNormT:  -0.5*math.Log(2*math.Pi) - math.Log(ar.tau),
-	}, nil
+	}
+	return nil
 }
 
 // Simulate draws x_0..x_T (length T+1) and y_1..y_T at u.

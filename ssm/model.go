@@ -121,3 +121,12 @@ type ExactScorer interface {
 type StateCompleter interface {
 	Complete(x, prev []float64)
 }
+
+// Rebinder is an optional Kernel capability: Rebind re-targets the kernel
+// at new parameters u in place, as Model.Bind would, so an estimator called
+// at every sampler iteration allocates nothing. On error the kernel is left
+// unchanged. Only the kernel's owner may call it: a kernel being rebound
+// must not be in use by another goroutine.
+type Rebinder interface {
+	Rebind(u []float64) error
+}
