@@ -8,6 +8,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -105,5 +106,27 @@ func BenchmarkGradient(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSGLDIteration is one iteration of buffered PF-SGLD on the SVM
+// (S = 40, B = 10, N = 1000) through sgmcmc.Sampler; compare it with
+// BenchmarkGradient/svm/S=40/B=10/N=1000 for the sampler's overhead.
+func BenchmarkSGLDIteration(b *testing.B) {
+	m, u, y := benchModel(b, "svm", 1000)
+	e, err := gradient.New(m, ssm.Dataset{Sequences: []ssm.Sequence{y}}, gradient.Settings{Subsequencer: gradient.Subsequencer{S: 40, B: 10}, PF: pf.Settings{N: 1000}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := sgmcmc.NewSampler(e, &sgmcmc.SGLD{}, u, sgmcmc.Constant(1e-6), rand.New(rand.NewPCG(1, 2)))
+	if err := s.Step(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Step(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
