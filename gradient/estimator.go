@@ -21,6 +21,11 @@ const (
 	ByLength Choice = iota
 	// UniformSequence picks each sequence with probability 1/J.
 	UniformSequence
+	// AllSequences evaluates every sequence at every call (one draw per
+	// sequence, summed, Draws ignored): no sequence-choice noise, at J
+	// times the cost. With Sampling Full it is the full-data gradient of
+	// the whole data set.
+	AllSequences
 )
 
 // ErrSettings reports invalid estimator settings.
@@ -119,6 +124,11 @@ func New(m ssm.Model, data ssm.Dataset, s Settings) (*Estimator, error) {
 	if s.Draws == 0 {
 		s.Draws = 1
 	}
+	if s.Choice == AllSequences {
+		s.Draws = len(data.Sequences)
+	} else if s.Choice != ByLength && s.Choice != UniformSequence {
+		return nil, fmt.Errorf("%w: unknown sequence choice %d", ErrSettings, s.Choice)
+	}
 	if s.Workers == 0 {
 		s.Workers = 1
 	}
@@ -146,8 +156,11 @@ func New(m ssm.Model, data ssm.Dataset, s Settings) (*Estimator, error) {
 	cum := 0.0
 	for j, seq := range data.Sequences {
 		p := 1 / float64(J)
-		if s.Choice == ByLength {
+		switch s.Choice {
+		case ByLength:
 			p = float64(seq.Len()) / float64(total)
+		case AllSequences:
+			p = 1 / float64(J) // scale 1/(Draws·p) = 1: a plain sum
 		}
 		e.seqProb[j] = p
 		cum += p
@@ -202,7 +215,7 @@ func (e *Estimator) Likelihood(ctx context.Context, grad, u []float64, rng *rand
 	// result does not depend on the number of workers.
 	for i := range e.slots {
 		sl := &e.slots[i]
-		sl.seq = e.pickSequence(rng)
+		sl.seq = e.pickSequence(i, rng)
 		e.set.Subsequencer.Draw(&sl.window, e.data.Sequences[sl.seq].Len(), rng)
 		sl.src.Seed(rng.Uint64(), rng.Uint64())
 	}
@@ -271,7 +284,10 @@ func (e *Estimator) bind(u []float64) (ssm.Kernel, error) {
 	return k, nil
 }
 
-func (e *Estimator) pickSequence(rng *rand.Rand) int {
+func (e *Estimator) pickSequence(i int, rng *rand.Rand) int {
+	if e.set.Choice == AllSequences {
+		return i
+	}
 	if len(e.seqCum) == 1 {
 		return 0
 	}

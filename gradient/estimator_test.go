@@ -302,6 +302,20 @@ func TestDatasetUnbiased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// AllSequences with Full sampling is exactly the data set's score.
+	{
+		e, err := gradient.New(m, data, gradient.Settings{Subsequencer: gradient.Subsequencer{Sampling: gradient.Full}, Exact: true, Choice: gradient.AllSequences})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := make([]float64, 3)
+		if _, err := e.Likelihood(ctx, g, u, rng); err != nil {
+			t.Fatal(err)
+		}
+		if err := relErr(g, want); err > 1e-12 {
+			t.Errorf("AllSequences: %v, want %v", g, want)
+		}
+	}
 	for _, choice := range []gradient.Choice{gradient.ByLength, gradient.UniformSequence} {
 		e, err := gradient.New(m, data, gradient.Settings{Subsequencer: gradient.Subsequencer{Sampling: gradient.Full}, Exact: true, Choice: choice, Draws: 2})
 		if err != nil {
