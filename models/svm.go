@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -127,11 +128,25 @@ func (k *svmKernel) AddLogEmission(logw, y, x []float64) {
 		}
 		return
 	}
-	for i := range logw {
-		xv := x[i]
-		logw[i] += c - 0.5*xv - q*math.Exp(-xv)
+	// exp(−x) in chunks through a stack buffer: fmath.ExpTo's loop is
+	// faster than a call to math.Exp per particle.
+	var buf [expChunk]float64
+	for lo := 0; lo < len(x); lo += expChunk {
+		xs := x[lo:min(lo+expChunk, len(x))]
+		e := buf[:len(xs)]
+		for i, xv := range xs {
+			e[i] = -xv
+		}
+		fmath.ExpTo(e, e)
+		lw := logw[lo : lo+len(xs)]
+		for i, xv := range xs {
+			lw[i] += c - 0.5*xv - q*e[i]
+		}
 	}
 }
+
+// expChunk is the stack buffer length for batched exponentials.
+const expChunk = 256
 
 // AddScore implements ssm.Kernel. The emission adds
 // ∂/∂u_3 log p(y|x) = y² e^(−x)/τ² − 1.
@@ -152,7 +167,17 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 		}
 		return
 	}
-	for i, xv := range x {
-		h[3*i+2] += w * (q*math.Exp(-xv) - 1)
+	var buf [expChunk]float64
+	for lo := 0; lo < len(x); lo += expChunk {
+		xs := x[lo:min(lo+expChunk, len(x))]
+		e := buf[:len(xs)]
+		for i, xv := range xs {
+			e[i] = -xv
+		}
+		fmath.ExpTo(e, e)
+		hs := h[3*lo:]
+		for i := range xs {
+			hs[3*i+2] += w * (q*e[i] - 1)
+		}
 	}
 }

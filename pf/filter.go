@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -486,13 +487,13 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 		if math.IsInf(m, 0) {
 			return Result{}, &DegeneracyError{T: t, Start: w.Start, End: w.End}
 		}
-		sum, sum2 := 0.0, 0.0
+		for i := range lw {
+			lw[i] -= m
+		}
 		wv := f.w[:len(lw)]
-		for i, v := range lw {
-			v -= m
-			lw[i] = v
-			e := math.Exp(v)
-			wv[i] = e
+		fmath.ExpTo(wv, lw)
+		sum, sum2 := 0.0, 0.0
+		for _, e := range wv {
 			sum += e
 			sum2 += e * e
 		}
