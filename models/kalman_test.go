@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"gonum.org/v1/gonum/stat/distmv"
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
@@ -113,21 +114,12 @@ func kfDenseLogLik(t testing.TB, k models.Kalman, seq ssm.Sequence, start, end i
 			cov.SetSym(a, b, v)
 		}
 	}
-	// log N(y | mu, cov) by a Cholesky factorisation. (gonum's distmv
-	// would do the same but needs golang.org/x/tools, absent from go.sum.)
-	var ch mat.Cholesky
-	if !ch.Factorize(cov) {
+	// log N(y | mu, cov) with gonum's dense multivariate normal.
+	n, ok := distmv.NewNormal(mu, cov, nil)
+	if !ok {
 		t.Fatal("dense covariance of y not positive definite")
 	}
-	res := mat.NewVecDense(len(y), nil)
-	for a := range y {
-		res.SetVec(a, y[a]-mu[a])
-	}
-	var sol mat.VecDense
-	if err := ch.SolveVecTo(&sol, res); err != nil {
-		t.Fatal(err)
-	}
-	return -0.5*(float64(len(y))*math.Log(2*math.Pi)+ch.LogDet()) - 0.5*mat.Dot(res, &sol)
+	return n.LogProb(y)
 }
 
 // kfCondition returns the mean and covariance of x_0..x_n given the
