@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -202,7 +203,12 @@ type kalmanWork struct {
 	v1, v2, col       []float64 // D scratch
 	s11, s10, s00, ee []float64 // D×D accumulators of the statistic
 	wr, er            []float64 // D accumulators of the emission statistic
+	buf               []float64 // backing store of all of the above, reused
 }
+
+// scalarWork recycles scalar workspaces: the exact gradient is called at
+// every sampler iteration and should not allocate.
+var scalarWork = sync.Pool{New: func() any { return new(kalmanWork) }}
 
 func newKalmanWork(d, n int, store bool) *kalmanWork {
 	ws := new(kalmanWork)
@@ -222,7 +228,11 @@ func (ws *kalmanWork) init(d, n int, store bool) {
 	if store {
 		size += 2 * n * d2
 	}
-	buf := make([]float64, size)
+	if cap(ws.buf) < size {
+		ws.buf = make([]float64, size)
+	}
+	buf := ws.buf[:size]
+	clear(buf)
 	take := func(m int) []float64 {
 		s := buf[:m:m]
 		buf = buf[m:]

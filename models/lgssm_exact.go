@@ -62,7 +62,8 @@ func (LGSSM) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (floa
 	var par [4]float64
 	par[0], par[1], par[2], par[3] = ar.phi, ar.s2, ar.t2, p0
 	k := Kalman{D: 1, A: par[0:1], Q: par[1:2], R: par[2:3], P0: par[3:4]}
-	var ws kalmanWork
+	ws := scalarWork.Get().(*kalmanWork)
+	defer scalarWork.Put(ws)
 	ws.init(1, w.End-w.Start, grad != nil)
 	if grad == nil {
 		return ws.expectedScore(&k, nil, seq, w)
