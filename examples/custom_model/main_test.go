@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/ssm/ssmtest"
+)
+
+// testPoints are parameter values (φ, σ, τ) covering weak and strong
+// persistence and small and large noise.
+var testPoints = [][3]float64{{0.95, 0.3, 0.5}, {-0.5, 1.2, 2}, {0.2, 0.05, 0.1}}
+
+// TestScore compares the summed AddScore along simulated paths, with and
+// without missing observations, against finite differences of the
+// complete-data log-likelihood (ssmtest.CheckScore), and checks the
+// transform and the prior gradient.
+func TestScore(t *testing.T) {
+	for _, nu := range []float64{5, 2.5} {
+		m := StudentT{Nu: nu}
+		for i, th := range testPoints {
+			u, err := m.Params(th[0], th[1], th[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, err := ssmtest.CheckScore(m, u, 50, rand.New(rand.NewPCG(uint64(i), 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel > ssmtest.ScoreTol {
+				t.Errorf("nu %v, theta %v: score relative error %.2g > %.0g", nu, th, rel, ssmtest.ScoreTol)
+			}
+			if err := ssmtest.CheckTransform(m, u); err != nil {
+				t.Errorf("theta %v: %v", th, err)
+			}
+			if err := ssmtest.CheckPrior(m, u); err != nil {
+				t.Errorf("theta %v: %v", th, err)
+			}
+		}
+	}
+}
+
+// TestEmissionDensity checks that the emission density integrates to one
+// and that SampleEmission draws from it: the fraction of draws with
+// |y − x| < τ must match the integral of the density over that interval
+// within 4 binomial standard errors.
+func TestEmissionDensity(t *testing.T) {
+	m := StudentT{Nu: 5}
+	u, _ := m.Params(0.5, 1, 0.7)
+	k, err := m.Bind(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float64{0.3}
+	density := func(y float64) float64 {
+		lw := []float64{0}
+		k.AddLogEmission(lw, []float64{y}, x)
+		return math.Exp(lw[0])
+	}
+	// Simpson's rule on [x−L, x+L]; the t_5 tail beyond 400τ holds less
+	// than 1e-11 of the mass.
+	simpson := func(a, b float64, n int) float64 {
+		h := (b - a) / float64(n)
+		s := density(a) + density(b)
+		for i := 1; i < n; i++ {
+			w := 2.0
+			if i%2 == 1 {
+				w = 4
+			}
+			s += w * density(a+float64(i)*h)
+		}
+		return s * h / 3
+	}
+	if total := simpson(x[0]-400*0.7, x[0]+400*0.7, 400000); math.Abs(total-1) > 1e-8 {
+		t.Errorf("emission density integrates to %v", total)
+	}
+	p := simpson(x[0]-0.7, x[0]+0.7, 2000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 100000
+	hits := 0
+	y := []float64{0}
+	for range n {
+		k.SampleEmission(y, x, rng)
+		if math.Abs(y[0]-x[0]) < 0.7 {
+			hits++
+		}
+	}
+	se := math.Sqrt(p * (1 - p) / n)
+	if got := float64(hits) / n; math.Abs(got-p) > 4*se {
+		t.Errorf("Pr(|y−x| < τ): sampled %.4f, density %.4f (4 se = %.4f)", got, p, 4*se)
+	}
+}
+
+// TestBadParams checks that invalid natural parameters are refused with a
+// *ssm.ParamError naming them.
+func TestBadParams(t *testing.T) {
+	m := StudentT{}
+	for _, c := range []struct {
+		th   [3]float64
+		name string
+	}{{[3]float64{1, 1, 1}, "phi"}, {[3]float64{0.5, 0, 1}, "sigma"}, {[3]float64{0.5, 1, math.NaN()}, "tau"}} {
+		_, err := m.Params(c.th[0], c.th[1], c.th[2])
+		if err == nil || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%v: error %v, want one naming %s", c.th, err, c.name)
+		}
+	}
+	if _, err := (StudentT{Nu: -1}).Bind([]float64{0, 0, 0}); err == nil {
+		t.Error("Bind accepted nu = -1")
+	}
+}
+
+// TestRun fits a short simulated series and checks the printed table and
+// the files written.
+func TestRun(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"-T", "500", "-N", "100", "-iters", "400", "-burnin", "100", "-warmup", "100", "-chains", "2", "-q", "-out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"phi", "sigma", "tau", "R-hat", "true values inside"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	for _, name := range []string{"trace.csv", "trace.png", "density.png"} {
+		if fi, err := os.Stat(filepath.Join(out, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", name, err)
+		}
+	}
+	if err := run([]string{"-T", "50", "-out", out}, &stdout, &stderr); err == nil {
+		t.Error("T < S + 2B accepted")
+	}
+}

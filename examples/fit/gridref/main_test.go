@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// TestGridLogLikOneStep compares the grid likelihood of one observation
+// with the integral p(y) = ∫ N(x; 0, P) N(y; 0, τ²eˣ) dx by Simpson's rule.
+func TestGridLogLikOneStep(t *testing.T) {
+	phi, sigma, tau, y := 0.9, 0.5, 0.8, 1.3
+	P := sigma * sigma / (1 - phi*phi)
+	f := func(x float64) float64 {
+		v := tau * tau * math.Exp(x)
+		return math.Exp(-x*x/(2*P)-y*y/(2*v)) / (2 * math.Pi * math.Sqrt(P*v))
+	}
+	a, b, n := -12*math.Sqrt(P), 12*math.Sqrt(P), 20000
+	h := (b - a) / float64(n)
+	s := f(a) + f(b)
+	for i := 1; i < n; i++ {
+		s += float64(2+2*(i%2)) * f(a+float64(i)*h)
+	}
+	want := math.Log(s * h / 3)
+	if got := gridLogLik([]float64{y}, phi, sigma, tau, 400); math.Abs(got-want) > 1e-3 {
+		t.Errorf("grid log p(y) = %v, quadrature %v", got, want)
+	}
+}
+
+// TestGridLogLikPF compares the grid likelihood of 100 simulated
+// observations with the mean of independent particle filter estimates
+// (N = 5000) within 4 standard errors plus the grid's discretisation
+// allowance (0.02 nats).
+func TestGridLogLikPF(t *testing.T) {
+	m := models.SVM{}
+	u, _ := m.Params(0.95, 0.3, 0.8)
+	rng := rand.New(rand.NewPCG(1, 1))
+	_, y, err := m.Simulate(100, u, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := m.Bind(u)
+	f, err := pf.New(pf.Settings{N: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reps = 20
+	var s, ss float64
+	for range reps {
+		res, err := f.Run(context.Background(), k, m.Dims(), y, ssm.Window{Start: 0, End: 100, KeepStart: 0, KeepEnd: 100}, nil, nil, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s += res.LogLik
+		ss += res.LogLik * res.LogLik
+	}
+	mean := s / reps
+	se := math.Sqrt((ss/reps - mean*mean) / (reps - 1))
+	got := gridLogLik(y.Y, 0.95, 0.3, 0.8, 300)
+	if math.Abs(got-mean) > 4*se+0.02 {
+		t.Errorf("grid %v, particle filter %v ± %v", got, mean, se)
+	}
+}
+
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds")
+	}
+	var out, errb bytes.Buffer
+	data := filepath.Join("..", "..", "..", "testdata", "dax_returns.csv")
+	if err := run([]string{"-data", data, "-G", "60", "-n", "50"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	for _, want := range []string{"mode: phi 0.9", "phi    mean", "tau    mean"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
