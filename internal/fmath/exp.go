@@ -1,5 +1,3 @@
-// Package fmath holds numeric kernels shared by the particle filter and the
-// models: an exponential tuned for the filter's inner loops.
 package fmath
 
 import "math"
