@@ -219,12 +219,9 @@ func (e *Estimator) Likelihood(ctx context.Context, grad, u []float64, rng *rand
 		e.set.Subsequencer.Draw(&sl.window, e.data.Sequences[sl.seq].Len(), rng)
 		sl.src.Seed(rng.Uint64(), rng.Uint64())
 	}
-	var k ssm.Kernel
-	if e.exact == nil {
-		var err error
-		if k, err = e.bind(u); err != nil {
-			return math.NaN(), err
-		}
+	k, err := e.bind(u)
+	if err != nil {
+		return math.NaN(), err
 	}
 	if e.set.Workers <= 1 {
 		for i := range e.slots {
@@ -268,8 +265,11 @@ func (e *Estimator) Likelihood(ctx context.Context, grad, u []float64, rng *rand
 }
 
 // bind returns the kernel at u, re-targeting the previous one in place when
-// it is an ssm.Rebinder.
+// it is an ssm.Rebinder, or nil for the exact estimator (no kernel).
 func (e *Estimator) bind(u []float64) (ssm.Kernel, error) {
+	if e.exact != nil {
+		return nil, nil
+	}
 	if r, ok := e.kernel.(ssm.Rebinder); ok {
 		if err := r.Rebind(u); err != nil {
 			return nil, err
@@ -348,12 +348,9 @@ func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.W
 	if e.exact == nil {
 		sl.src.Seed(rng.Uint64(), rng.Uint64())
 	}
-	var k ssm.Kernel
-	if e.exact == nil {
-		var err error
-		if k, err = e.bind(u); err != nil {
-			return math.NaN(), err
-		}
+	k, err := e.bind(u)
+	if err != nil {
+		return math.NaN(), err
 	}
 	e.eval(ctx, 0, 0, k, u)
 	sl.window = ssm.Window{Weights: saved} // keep our buffer, not the caller's weights

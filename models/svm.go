@@ -133,11 +133,7 @@ func (k *svmKernel) AddLogEmission(logw, y, x []float64) {
 	var buf [expChunk]float64
 	for lo := 0; lo < len(x); lo += expChunk {
 		xs := x[lo:min(lo+expChunk, len(x))]
-		e := buf[:len(xs)]
-		for i, xv := range xs {
-			e[i] = -xv
-		}
-		fmath.ExpTo(e, e)
+		e := negExp(&buf, xs)
 		lw := logw[lo : lo+len(xs)]
 		for i, xv := range xs {
 			lw[i] += c - 0.5*xv - q*e[i]
@@ -147,6 +143,16 @@ func (k *svmKernel) AddLogEmission(logw, y, x []float64) {
 
 // expChunk is the stack buffer length for batched exponentials.
 const expChunk = 256
+
+// negExp returns e^(−x) for the (at most expChunk) values xs, in buf.
+func negExp(buf *[expChunk]float64, xs []float64) []float64 {
+	e := buf[:len(xs)]
+	for i, xv := range xs {
+		e[i] = -xv
+	}
+	fmath.ExpTo(e, e)
+	return e
+}
 
 // AddScore implements ssm.Kernel. The emission adds
 // ∂/∂u_3 log p(y|x) = y² e^(−x)/τ² − 1.
@@ -170,11 +176,7 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 	var buf [expChunk]float64
 	for lo := 0; lo < len(x); lo += expChunk {
 		xs := x[lo:min(lo+expChunk, len(x))]
-		e := buf[:len(xs)]
-		for i, xv := range xs {
-			e[i] = -xv
-		}
-		fmath.ExpTo(e, e)
+		e := negExp(&buf, xs)
 		hs := h[3*lo:]
 		for i := range xs {
 			hs[3*i+2] += w * (q*e[i] - 1)
