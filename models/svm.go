@@ -15,12 +15,19 @@ import (
 //
 // where x_t is the log-volatility relative to τ². Parameters, names and u =
 // (atanh φ, log σ, log τ) are those of LGSSM, and so is the default prior.
-// Filters use the bootstrap proposal (the kernel has no ssm.Proposer); it
-// implements ssm.TransitionBounder with max log p(x_t|x_{t−1}) =
-// −½ log(2πσ²).
+// By default filters use the bootstrap proposal, as the paper does (the
+// kernel has no ssm.Proposer). With Guided the kernel also implements
+// ssm.Proposer with a Gaussian (Laplace) approximation of the locally
+// optimal proposal (see svmGuided). The kernel implements
+// ssm.TransitionBounder with max log p(x_t|x_{t−1}) = −½ log(2πσ²).
 type SVM struct {
 	// Prior is the prior on u. Nil means DefaultSVMPrior().
 	Prior ssm.Prior
+	// Guided gives the kernel a guided proposal, which keeps particles
+	// where p(y_t|x_t) is large on extreme days: much less particle bias
+	// and variance in the τ score on heavy-tailed returns, at about 1.5
+	// times the cost per particle.
+	Guided bool
 }
 
 // DefaultSVMPrior returns the default SVM prior, the same as
@@ -62,7 +69,14 @@ func (SVM) Params(phi, sigma, tau float64) ([]float64, error) {
 
 // Bind implements ssm.Model. The kernel also implements
 // ssm.TransitionBounder.
-func (SVM) Bind(u []float64) (ssm.Kernel, error) {
+func (m SVM) Bind(u []float64) (ssm.Kernel, error) {
+	if m.Guided {
+		k := new(svmGuided)
+		if err := k.Rebind(u); err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
 	k := new(svmKernel)
 	if err := k.Rebind(u); err != nil {
 		return nil, err
@@ -182,4 +196,75 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 			hs[3*i+2] += w * (q*e[i] - 1)
 		}
 	}
+}
+
+// svmGuided is the SVM kernel with a guided proposal: a Gaussian centred
+// near the mode of p(y|x) p(x|x_{t−1}) with its curvature there. With
+// a = y²/(2τ²) and x̄ = φ x_{t−1} the log target is
+//
+//	f(x) = −x/2 − a e^(−x) − (x − x̄)²/(2σ²)  (strictly concave),
+//
+// and three Newton steps from x̄ give x₃; the proposal is
+// q(x | x_{t−1}, y) = N(x₃, 1/P(x₃)) with P(x) = 1/σ² + a e^(−x) = −f”(x).
+// On an ordinary day x₃ is the mode to many digits; on an extreme day
+// (a return of many sds) it is still close, where a single expansion at x̄
+// would leave the particles in the wrong place. The incremental weight is
+// the exact log p(y|x) + log p(x|x_{t−1}) − log q(x|x_{t−1}, y), so the
+// filter stays consistent whatever the quality of the approximation; a
+// missing y gives the transition and weight 0.
+type svmGuided struct{ svmKernel }
+
+var _ ssm.Proposer = (*svmGuided)(nil)
+
+// guided returns the proposal mean and precision for x̄ and a.
+func (k *svmGuided) guided(xbar, a float64) (mean, prec float64) {
+	is2 := 1 / k.s2
+	x := xbar
+	for it := 0; it < 3; it++ {
+		ae := a * math.Exp(-x)
+		x += (ae - 0.5 - (x-xbar)*is2) / (is2 + ae)
+	}
+	return x, is2 + a*math.Exp(-x)
+}
+
+// Propose implements ssm.Proposer.
+func (k *svmGuided) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
+	ar1CheckObs("SVM.Propose", y)
+	if len(prev) != len(x) || len(logw) != len(x) {
+		panic(fmt.Sprintf("models: SVM.Propose: len(x) = %d, len(prev) = %d, len(logw) = %d", len(x), len(prev), len(logw)))
+	}
+	yv := y[0]
+	if math.IsNaN(yv) {
+		k.SampleTransition(x, prev, rng)
+		return
+	}
+	a := 0.5 * yv * yv * k.invT2
+	phi, hs2 := k.phi, k.halfInvS2
+	// −log q(x) = ½log(2π) − ½log P + z²/2 at x = mean + z/√P.
+	c := k.logNormT + k.logNormS + 0.5*math.Log(2*math.Pi)
+	for i, p := range prev {
+		xbar := phi * p
+		mean, prec := k.guided(xbar, a)
+		sd := 1 / math.Sqrt(prec)
+		z := rng.NormFloat64()
+		xv := mean + sd*z
+		x[i] = xv
+		r := xv - xbar
+		logw[i] += c + math.Log(sd) + 0.5*z*z - 0.5*xv - a*math.Exp(-xv) - hs2*r*r
+	}
+}
+
+// LogProposal implements ssm.Proposer.
+func (k *svmGuided) LogProposal(x, prev, y []float64) float64 {
+	ar1CheckRow("LogProposal", x)
+	ar1CheckRow("LogProposal", prev)
+	ar1CheckObs("SVM.LogProposal", y)
+	xbar := k.phi * prev[0]
+	if math.IsNaN(y[0]) {
+		r := x[0] - xbar
+		return k.logNormS - k.halfInvS2*r*r
+	}
+	mean, prec := k.guided(xbar, 0.5*y[0]*y[0]*k.invT2)
+	r := x[0] - mean
+	return -0.5*math.Log(2*math.Pi) + 0.5*math.Log(prec) - 0.5*prec*r*r
 }

@@ -146,3 +146,85 @@ func BenchmarkSVMKernel(b *testing.B) {
 		}
 	})
 }
+
+// The guided SVM proposal: q integrates to 1, the fused weight equals
+// log p(y|x) + log p(x|prev) − log q(x|prev, y) at every draw, draws follow
+// q's mean and variance, and the weight's mean e^w over draws estimates
+// p(y|prev) (computed by quadrature) within 4 SE. A missing y gives the
+// transition with weight 0.
+func TestSVMGuidedProposal(t *testing.T) {
+	const phi, sigma, tau = 0.95, 0.3, 0.8
+	m := models.SVM{Guided: true}
+	k, err := m.Bind(ar1Params(t, phi, sigma, tau))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, ok := k.(ssm.Proposer)
+	if !ok {
+		t.Fatal("guided SVM kernel is not an ssm.Proposer")
+	}
+	if b, err := (models.SVM{}).Bind(ar1Params(t, phi, sigma, tau)); err != nil {
+		t.Fatal(err)
+	} else if _, isProp := b.(ssm.Proposer); isProp {
+		t.Error("the default SVM kernel must stay a bootstrap (no ssm.Proposer)")
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct{ prev, y float64 }{{0, 0.5}, {1.2, -3}, {0.5, 9.7}, {0.5, 0}, {0.3, math.NaN()}} {
+		prev, y := []float64{c.prev}, []float64{c.y}
+		xbar := phi * c.prev
+		lo, hi := xbar-20*sigma, xbar+20*sigma
+		qf := func(x float64) float64 { return math.Exp(prop.LogProposal([]float64{x}, prev, y)) }
+		if z := ar1Integrate(qf, lo-10, hi+10, 40); math.Abs(z-1) > 1e-10 {
+			t.Errorf("prev %v, y %v: LogProposal integrates to %.15f", c.prev, c.y, z)
+		}
+		const n = 200000
+		xs, logw, prevs := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range prevs {
+			prevs[i] = c.prev
+		}
+		prop.Propose(xs, logw, prevs, y, rng)
+		for i := 0; i < 20; i++ {
+			xi := xs[i : i+1]
+			lt := make([]float64, 1)
+			k.LogTransitions(lt, xi, prev)
+			le := []float64{0}
+			k.AddLogEmission(le, y, xi)
+			if d := le[0] + lt[0] - prop.LogProposal(xi, prev, y) - logw[i]; math.Abs(d) > 1e-9 {
+				t.Fatalf("prev %v, y %v: weight differs from p·p/q at draw %d by %.3g", c.prev, c.y, i, d)
+			}
+		}
+		if math.IsNaN(c.y) {
+			if logw[0] != 0 {
+				t.Errorf("missing y: weight %v, want 0", logw[0])
+			}
+			continue
+		}
+		// E_q[e^w] = p(y|prev) = ∫ p(y|x) p(x|prev) dx.
+		joint := func(x float64) float64 {
+			return (distuv.Normal{Mu: 0, Sigma: tau * math.Exp(x/2)}).Prob(c.y) * (distuv.Normal{Mu: xbar, Sigma: sigma}).Prob(x)
+		}
+		want := ar1Integrate(joint, lo, hi, 40)
+		ws := make([]float64, n)
+		for i, v := range logw {
+			ws[i] = math.Exp(v)
+		}
+		mean, se := ar1Mean(ws), math.Sqrt(ar1Var(ws)/n)
+		// 1e-9 relative covers the quadrature (y = 0 makes q exact, se 0).
+		if math.Abs(mean-want) > 4*se+1e-9*want {
+			t.Errorf("prev %v, y %v: E[e^w] = %.6g ± %.2g, quadrature p(y|prev) = %.6g", c.prev, c.y, mean, se, want)
+		}
+		// Guidance pays off: the relative sd of the weights is below the
+		// bootstrap's on the extreme observation.
+		if c.y == 9.7 {
+			bx, bw := make([]float64, n), make([]float64, n)
+			k.SampleTransition(bx, prevs, rng)
+			k.AddLogEmission(bw, y, bx)
+			for i, v := range bw {
+				bw[i] = math.Exp(v)
+			}
+			if g, b := math.Sqrt(ar1Var(ws))/mean, math.Sqrt(ar1Var(bw))/ar1Mean(bw); !(g < b/2) {
+				t.Errorf("y = 9.7: relative weight sd guided %.3g, bootstrap %.3g", g, b)
+			}
+		}
+	}
+}
