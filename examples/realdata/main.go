@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -56,30 +55,18 @@ func experiments() map[string]experiment {
 }
 
 type config struct {
-	data        string
-	models      []string
-	segments    int
-	train       float64
-	runtime     time.Duration
-	iters       int
-	chains      int
-	eps         []float64
-	N, S, B     int
-	ksdN        int
-	burnin      float64
-	ksdDraws    int
-	predDraws   int
-	predN       int
-	seed        uint64
-	out         string
-	concurrency int
+	compare.CommonFlags
+	data      string
+	models    []string
+	segments  int
+	train     float64
+	ksdN      int
+	predDraws int
+	predN     int
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
-	fs := flag.NewFlagSet("realdata", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: go run ./examples/realdata [flags]
+	fs := compare.NewFlagSet("realdata", `Usage: go run ./examples/realdata [flags]
 
 The paper's Table 3 protocol on the bundled DAX daily log-returns: the
 series is cut into -segments consecutive segments of (nearly) equal length,
@@ -99,61 +86,42 @@ observation. Writes results_<model>.json and trace_<model>_<param>.png.
 
 Longer runs: -time 1m -ksddraws 200. Defaults take 3-5 minutes.
 
-Flags:`)
-		fs.PrintDefaults()
-	}
+Flags:`, stderr)
 	c := &config{}
+	c.Register(fs, compare.FlagDefaults{
+		Out:        filepath.Join("out", "realdata"),
+		KSDDraws:   15,
+		EpsHelp:    "comma-separated step sizes per observation (h = eps/T_train)",
+		NHelp:      "particles of the gradient estimators",
+		BurnInHelp: "fraction of each chain's iterations discarded (0 keeps all)",
+	})
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with one column of returns")
 	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.segments, "segments", 26, "number of segments the series is cut into")
 	fs.Float64Var(&c.train, "train", 0.8, "fraction of segments (the first ones) used for training")
-	fs.DurationVar(&c.runtime, "time", time.Second, "compute time per chain (the equal-time budget); 0 with -iters for a fixed iteration count")
-	fs.IntVar(&c.iters, "iters", 0, "iteration limit per chain (0: none)")
-	fs.IntVar(&c.chains, "chains", 5, "chains per method and step size")
-	eps := fs.String("eps", "1,0.1,0.01,0.001", "comma-separated step sizes per observation (h = eps/T_train)")
-	fs.IntVar(&c.N, "N", 1000, "particles of the gradient estimators")
-	fs.IntVar(&c.S, "S", 40, "subsequence length")
-	fs.IntVar(&c.B, "B", 10, "buffer length of the Buffer method")
 	fs.IntVar(&c.ksdN, "ksdN", 1000, "particles of the full-data filter giving the KSD scores")
-	fs.Float64Var(&c.burnin, "burnin", 0.5, "fraction of each chain's iterations discarded (0 keeps all)")
-	fs.IntVar(&c.ksdDraws, "ksddraws", 15, "draws per chain scored for the KSD")
 	fs.IntVar(&c.predDraws, "preddraws", 10, "posterior draws per chain for the predictive log-likelihood")
 	fs.IntVar(&c.predN, "predN", 1000, "particles of the predictive log-likelihood filter")
-	seed := fs.Uint64("seed", 1, "random seed")
-	fs.StringVar(&c.out, "out", filepath.Join("out", "realdata"), "output directory")
-	fs.IntVar(&c.concurrency, "concurrency", 0, "chains run at once (0: GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
+	if err := c.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	c.seed = *seed
 	var err error
 	if c.models, err = compare.ParseSet(*ms, "svm", "garch"); err != nil {
 		return nil, fmt.Errorf("-models: %w", err)
-	}
-	if c.eps, err = compare.ParseFloats(*eps); err != nil {
-		return nil, fmt.Errorf("-eps: %w", err)
 	}
 	switch {
 	case c.segments < 2:
 		return nil, fmt.Errorf("-segments = %d must be at least 2", c.segments)
 	case !(c.train > 0 && c.train < 1):
 		return nil, fmt.Errorf("-train = %g must be in (0, 1)", c.train)
-	case c.runtime < 0 || c.iters < 0:
-		return nil, fmt.Errorf("-time and -iters must not be negative")
-	case c.runtime == 0 && c.iters == 0:
-		return nil, fmt.Errorf("set -time or -iters")
-	case c.chains < 1:
-		return nil, fmt.Errorf("-chains = %d must be at least 1", c.chains)
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	switch {
 	case c.N < 1 || c.ksdN < 1 || c.predN < 1:
 		return nil, fmt.Errorf("-N, -ksdN and -predN must be at least 1")
-	case c.S < 1 || c.B < 0:
-		return nil, fmt.Errorf("-S = %d must be positive and -B = %d non-negative", c.S, c.B)
-	case c.burnin < 0 || c.burnin >= 1:
-		return nil, fmt.Errorf("-burnin = %g must be in [0, 1)", c.burnin)
-	case c.ksdDraws < 2 || c.predDraws < 1:
+	case c.KSDDraws < 2 || c.predDraws < 1:
 		return nil, fmt.Errorf("-ksddraws must be at least 2 and -preddraws at least 1")
 	}
 	return c, nil
@@ -209,21 +177,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if c.S+2*c.B > shortest {
 		return fmt.Errorf("S + 2B = %d exceeds the shortest segment (%d observations)", c.S+2*c.B, shortest)
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d observations in %d segments of %d-%d; training %d segments (%d obs), test %d segments (%d obs)\n",
 		c.data, y.Len(), c.segments, shortest, (y.Len()+c.segments-1)/c.segments,
 		len(train.Sequences), train.TotalLen(), len(test.Sequences), test.TotalLen())
 	fmt.Fprintf(stdout, "%d chains per method and step size, %v per chain; KSD: IMQ(1, -1/2) V-statistic on the unconstrained parameters, %d draws per chain after %g burn-in, full-data PF scores (N = %d).\n",
-		c.chains, c.runtime, c.ksdDraws, c.burnin, c.ksdN)
+		c.Chains, c.Runtime, c.KSDDraws, c.BurnIn, c.ksdN)
 	all := experiments()
 	for k, name := range c.models {
 		if err := runModel(stdout, stderr, c, all[name], train, test, uint64(k)); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.out)
+	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.Out)
 	return nil
 }
 
@@ -247,29 +215,13 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ss
 			return gradient.New(m, train, gradient.Settings{Subsequencer: gradient.Subsequencer{S: c.S, B: c.B}, PF: pfs})
 		}},
 	}
-	jitter := rand.New(rand.NewPCG(c.seed, 1000+stream))
-	inits := make([][]float64, c.chains)
-	for i := range inits {
-		inits[i] = make([]float64, p)
-		for j := range inits[i] {
-			inits[i][j] = uStart[j] + 0.1*jitter.NormFloat64()
-		}
+	set := c.Settings()
+	set.Model, set.Obs, set.Seed = m, train.TotalLen(), c.Seed+stream<<20
+	set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+stream)))
+	set.NewScore = func() (sgmcmc.Estimator, error) {
+		return compare.FullGradient(m, train, pf.Settings{N: c.ksdN}, false)
 	}
-	burn := c.burnin
-	if burn == 0 {
-		burn = -1
-	}
-	set := compare.Settings{
-		Model: m, Eps: c.eps, Obs: train.TotalLen(), Runtime: c.runtime, Iterations: c.iters,
-		Chains: c.chains, Concurrency: c.concurrency, Seed: c.seed + stream<<20,
-		Init:     func(ch int, u []float64) error { copy(u, inits[ch]); return nil },
-		BurnIn:   burn,
-		KSDDraws: c.ksdDraws,
-		NewScore: func() (sgmcmc.Estimator, error) {
-			return compare.FullGradient(m, train, pf.Settings{N: c.ksdN}, false)
-		},
-		Progress: stderr, Prefix: ex.name + " ",
-	}
+	set.Progress, set.Prefix = stderr, ex.name+" "
 	t0 := time.Now()
 	ctx := context.Background()
 	res, err := compare.Run(ctx, methods, set)
@@ -281,24 +233,10 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ss
 		return err
 	}
 	w := stdout
-	fmt.Fprintf(w, "\n=== %s (%.0f s) ===\n\nStep-size search: log10 KSD total, mean (sd) over chains; * = selected\n", ex.name, time.Since(t0).Seconds())
-	if err := res.WriteGrid(w); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nOurs: log10 KSD at the selected eps, mean (sd) over %d chains\n", c.chains)
-	if err := res.WriteTable(w); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n%s\n", ex.paper.Title)
-	if err := ex.paper.Write(w); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nTotal log10 KSD, ours (DAX) vs the paper (EUR-USD; different data, compare orderings only)\n")
-	if err := compare.WriteVersus(w, res, ex.paper); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nPosterior mean (sd) after burn-in at the selected eps, averaged over chains\n")
-	if err := res.WriteMeans(w); err != nil {
+	fmt.Fprintf(w, "\n=== %s (%.0f s) ===\n", ex.name, time.Since(t0).Seconds())
+	if err := compare.WriteReport(w, res, c.Chains, ex.paper,
+		"Total log10 KSD, ours (DAX) vs the paper (EUR-USD; different data, compare orderings only)",
+		"Posterior mean (sd) after burn-in at the selected eps, averaged over chains"); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nHeld-out predictive log-likelihood per test observation (%d obs), PF N = %d\n", test.TotalLen(), c.predN)
@@ -310,19 +248,12 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ss
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(c.out, fmt.Sprintf("results_%s.json", ex.name)))
-	if err != nil {
-		return err
-	}
-	if err := writeJSON(f, res, pred); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	write := func(w io.Writer) error { return writeJSON(w, res, pred) }
+	if err := compare.WriteFile(filepath.Join(c.Out, fmt.Sprintf("results_%s.json", ex.name)), write); err != nil {
 		return err
 	}
 	for j, name := range res.Names {
-		path := filepath.Join(c.out, fmt.Sprintf("trace_%s_%s.png", ex.name, name))
+		path := filepath.Join(c.Out, fmt.Sprintf("trace_%s_%s.png", ex.name, name))
 		if err := compare.PlotTrace(path, res, j, fmt.Sprintf("SGLD on DAX returns, %s: first chain at the selected eps", ex.name)); err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}

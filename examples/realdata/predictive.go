@@ -38,7 +38,7 @@ func predictive(ctx context.Context, m ssm.Model, test ssm.Dataset, res *compare
 	n := float64(test.TotalLen())
 	var rows []predRow
 	for mi := range res.Methods {
-		rng := rand.New(rand.NewPCG(c.seed, 2000+100*stream+uint64(mi)))
+		rng := rand.New(rand.NewPCG(c.Seed, 2000+100*stream+uint64(mi)))
 		g := res.Methods[mi].Selected()
 		row := predRow{Method: res.Methods[mi].Name}
 		var all, chainMeans []float64

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -53,26 +52,14 @@ func experiments() map[string]experiment {
 }
 
 type config struct {
-	models      []string
-	T           int
-	runtime     time.Duration
-	iters       int
-	chains      int
-	eps         []float64
-	N, S, B     int
-	ksdN        int
-	burnin      float64
-	ksdDraws    int
-	seed        uint64
-	out         string
-	concurrency int
+	compare.CommonFlags
+	models []string
+	T      int
+	ksdN   int
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
-	fs := flag.NewFlagSet("synthetic", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: go run ./examples/synthetic [flags]
+	fs := compare.NewFlagSet("synthetic", `Usage: go run ./examples/synthetic [flags]
 
 Appendix Tables 7 and 8 of the paper: SGLD on synthetic SVM data
 (phi, sigma, tau) = (0.9, 0.5, 0.5) and GARCH data (alpha, beta, gamma, tau)
@@ -88,56 +75,35 @@ writes results_<model>.json and MSE traces mse_<model>_<param>.png to -out.
 
 Longer runs: -time 1m -ksddraws 200. Defaults take 3-5 minutes.
 
-Flags:`)
-		fs.PrintDefaults()
-	}
+Flags:`, stderr)
 	c := &config{}
+	c.Register(fs, compare.FlagDefaults{
+		Out:        filepath.Join("out", "synthetic"),
+		KSDDraws:   25,
+		EpsHelp:    "comma-separated step sizes per observation (h = eps/T)",
+		NHelp:      "particles of the gradient estimators",
+		BurnInHelp: "fraction of each chain's iterations discarded before the KSD (0 keeps all)",
+	})
 	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.T, "T", 1000, "sequence length")
-	fs.DurationVar(&c.runtime, "time", time.Second, "compute time per chain (the equal-time budget); 0 with -iters for a fixed iteration count")
-	fs.IntVar(&c.iters, "iters", 0, "iteration limit per chain (0: none)")
-	fs.IntVar(&c.chains, "chains", 5, "chains per method and step size")
-	eps := fs.String("eps", "1,0.1,0.01,0.001", "comma-separated step sizes per observation (h = eps/T)")
-	fs.IntVar(&c.N, "N", 1000, "particles of the gradient estimators")
-	fs.IntVar(&c.S, "S", 40, "subsequence length")
-	fs.IntVar(&c.B, "B", 10, "buffer length of the Buffer method")
 	fs.IntVar(&c.ksdN, "ksdN", 1000, "particles of the full-sequence filter giving the KSD scores")
-	fs.Float64Var(&c.burnin, "burnin", 0.5, "fraction of each chain's iterations discarded before the KSD (0 keeps all)")
-	fs.IntVar(&c.ksdDraws, "ksddraws", 25, "draws per chain scored for the KSD")
-	seed := fs.Uint64("seed", 1, "random seed")
-	fs.StringVar(&c.out, "out", filepath.Join("out", "synthetic"), "output directory")
-	fs.IntVar(&c.concurrency, "concurrency", 0, "chains run at once (0: GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
+	if err := c.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	c.seed = *seed
 	var err error
 	if c.models, err = compare.ParseSet(*ms, "svm", "garch"); err != nil {
 		return nil, fmt.Errorf("-models: %w", err)
 	}
-	if c.eps, err = compare.ParseFloats(*eps); err != nil {
-		return nil, fmt.Errorf("-eps: %w", err)
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
 	switch {
-	case c.runtime < 0 || c.iters < 0:
-		return nil, fmt.Errorf("-time and -iters must not be negative")
-	case c.runtime == 0 && c.iters == 0:
-		return nil, fmt.Errorf("set -time or -iters")
-	case c.chains < 1:
-		return nil, fmt.Errorf("-chains = %d must be at least 1", c.chains)
 	case c.N < 1 || c.ksdN < 1:
 		return nil, fmt.Errorf("-N = %d and -ksdN = %d must be at least 1", c.N, c.ksdN)
-	case c.S < 1 || c.B < 0:
-		return nil, fmt.Errorf("-S = %d must be positive and -B = %d non-negative", c.S, c.B)
 	case c.S+2*c.B > c.T:
 		return nil, fmt.Errorf("S + 2B = %d exceeds the sequence length T = %d", c.S+2*c.B, c.T)
-	case c.burnin < 0 || c.burnin >= 1:
-		return nil, fmt.Errorf("-burnin = %g must be in [0, 1)", c.burnin)
-	case c.ksdDraws < 2:
-		return nil, fmt.Errorf("-ksddraws = %d must be at least 2", c.ksdDraws)
+	case c.KSDDraws < 2:
+		return nil, fmt.Errorf("-ksddraws = %d must be at least 2", c.KSDDraws)
 	}
 	return c, nil
 }
@@ -147,22 +113,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "SGLD on synthetic data, T = %d; %d chains per method and step size, %v per chain", c.T, c.chains, c.runtime)
-	if c.iters > 0 {
-		fmt.Fprintf(stdout, ", at most %d iterations", c.iters)
+	fmt.Fprintf(stdout, "SGLD on synthetic data, T = %d; %d chains per method and step size, %v per chain", c.T, c.Chains, c.Runtime)
+	if c.Iters > 0 {
+		fmt.Fprintf(stdout, ", at most %d iterations", c.Iters)
 	}
 	fmt.Fprintf(stdout, "\nKSD: IMQ(1, -1/2) V-statistic on the unconstrained parameters, %d draws per chain after %g burn-in, full-sequence PF scores (N = %d).\n",
-		c.ksdDraws, c.burnin, c.ksdN)
+		c.KSDDraws, c.BurnIn, c.ksdN)
 	all := experiments()
 	for k, name := range c.models {
 		if err := runModel(stdout, stderr, c, all[name], uint64(k)); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.out)
+	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.Out)
 	return nil
 }
 
@@ -180,7 +146,7 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, stream uint64)
 	if err != nil {
 		return err
 	}
-	_, y := ssm.Simulate(k, m.Dims(), c.T, rand.New(rand.NewPCG(c.seed, stream)))
+	_, y := ssm.Simulate(k, m.Dims(), c.T, rand.New(rand.NewPCG(c.Seed, stream)))
 	data := ssm.Dataset{Sequences: []ssm.Sequence{y}}
 	pfs := pf.Settings{N: c.N}
 	methods := []compare.Method{
@@ -192,69 +158,29 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, stream uint64)
 			return gradient.New(m, data, gradient.Settings{Subsequencer: gradient.Subsequencer{S: c.S, B: c.B}, PF: pfs})
 		}},
 	}
-	jitter := rand.New(rand.NewPCG(c.seed, 1000+stream))
-	inits := make([][]float64, c.chains)
-	for i := range inits {
-		inits[i] = make([]float64, p)
-		for j := range inits[i] {
-			inits[i][j] = uStart[j] + 0.1*jitter.NormFloat64()
-		}
+	set := c.Settings()
+	set.Model, set.Obs, set.Seed = m, c.T, c.Seed+stream<<20
+	set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+stream)))
+	set.NewScore = func() (sgmcmc.Estimator, error) {
+		return compare.FullGradient(m, data, pf.Settings{N: c.ksdN}, false)
 	}
-	burn := c.burnin
-	if burn == 0 {
-		burn = -1
-	}
-	set := compare.Settings{
-		Model: m, Eps: c.eps, Obs: c.T, Runtime: c.runtime, Iterations: c.iters,
-		Chains: c.chains, Concurrency: c.concurrency, Seed: c.seed + stream<<20,
-		Init:     func(ch int, u []float64) error { copy(u, inits[ch]); return nil },
-		BurnIn:   burn,
-		KSDDraws: c.ksdDraws,
-		NewScore: func() (sgmcmc.Estimator, error) {
-			return compare.FullGradient(m, data, pf.Settings{N: c.ksdN}, false)
-		},
-		Truth: ex.truth, Progress: stderr, Prefix: ex.name + " ",
-	}
+	set.Truth, set.Progress, set.Prefix = ex.truth, stderr, ex.name+" "
 	t0 := time.Now()
 	res, err := compare.Run(context.Background(), methods, set)
 	if err != nil {
 		return err
 	}
 	w := stdout
-	fmt.Fprintf(w, "\n=== %s, T = %d (%.0f s); truth %v ===\n\nStep-size search: log10 KSD total, mean (sd) over chains; * = selected\n",
-		ex.name, c.T, time.Since(t0).Seconds(), ex.truth)
-	if err := res.WriteGrid(w); err != nil {
+	fmt.Fprintf(w, "\n=== %s, T = %d (%.0f s); truth %v ===\n", ex.name, c.T, time.Since(t0).Seconds(), ex.truth)
+	if err := compare.WriteReport(w, res, c.Chains, ex.paper, "Total log10 KSD, ours vs the paper",
+		"Posterior mean (sd) after burn-in at the selected eps, averaged over chains"); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nOurs: log10 KSD at the selected eps, mean (sd) over %d chains\n", c.chains)
-	if err := res.WriteTable(w); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n%s\n", ex.paper.Title)
-	if err := ex.paper.Write(w); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nTotal log10 KSD, ours vs the paper\n")
-	if err := compare.WriteVersus(w, res, ex.paper); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nPosterior mean (sd) after burn-in at the selected eps, averaged over chains\n")
-	if err := res.WriteMeans(w); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(c.out, fmt.Sprintf("results_%s.json", ex.name)))
-	if err != nil {
-		return err
-	}
-	if err := res.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := compare.WriteFile(filepath.Join(c.Out, fmt.Sprintf("results_%s.json", ex.name)), res.WriteJSON); err != nil {
 		return err
 	}
 	for j, name := range res.Names {
-		path := filepath.Join(c.out, fmt.Sprintf("mse_%s_%s.png", ex.name, name))
+		path := filepath.Join(c.Out, fmt.Sprintf("mse_%s_%s.png", ex.name, name))
 		if err := compare.PlotMSE(path, res, j, fmt.Sprintf("SGLD on synthetic %s, T = %d", ex.name, c.T)); err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}

@@ -39,4 +39,12 @@
 // mean of the natural parameters over the second half of chain c's draws made
 // before t (a running posterior-mean estimate with a growing burn-in) and θ*
 // the data-generating value: the quantity of the paper's Figure 5.
+//
+// # Commands
+//
+// CommonFlags defines, parses and checks the flags the three commands share
+// (-time, -iters, -chains, -eps, -N, -S, -B, -burnin, -ksddraws, -seed, -out,
+// -concurrency; FlagDefaults holds the defaults and help texts that differ)
+// and turns them into Settings; JitteredInit, WriteReport and WriteFile are
+// the starting points, the printed report and the output files they share.
 package compare
