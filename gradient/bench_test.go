@@ -98,6 +98,10 @@ func BenchmarkGradient(b *testing.B) {
 				}
 			}
 			if name == "svm" {
+				// The opt-in Laplace proposal (models.SVM{Guided: true}).
+				b.Run("S=40/B=10/N=1000/guided", func(b *testing.B) {
+					runGradientBench(b, models.SVM{Guided: true}, u, y, gradient.Settings{Subsequencer: sub, PF: pf.Settings{N: 1000}})
+				})
 				for _, T := range []int{1000, 1000000} {
 					b.Run(fmt.Sprintf("S=40/B=10/N=1000/T=%d", T), func(b *testing.B) {
 						m, u, y := benchModel(b, name, T)

@@ -193,6 +193,24 @@ func TestSVMGuidedProposal(t *testing.T) {
 				t.Fatalf("prev %v, y %v: weight differs from p·p/q at draw %d by %.3g", c.prev, c.y, i, d)
 			}
 		}
+		// Different previous states across several batches of the
+		// proposal's inner loop: every weight is still exact.
+		const nv = 700
+		vx, vw, vp := make([]float64, nv), make([]float64, nv), make([]float64, nv)
+		for i := range vp {
+			vp[i] = c.prev + math.Sin(float64(i))
+		}
+		prop.Propose(vx, vw, vp, y, rng)
+		for i := range vx {
+			xi, pi := vx[i:i+1], vp[i:i+1]
+			lt := make([]float64, 1)
+			k.LogTransitions(lt, xi, pi)
+			le := []float64{0}
+			k.AddLogEmission(le, y, xi)
+			if d := le[0] + lt[0] - prop.LogProposal(xi, pi, y) - vw[i]; math.Abs(d) > 1e-9 {
+				t.Fatalf("prev %v, y %v: weight differs from p·p/q at varied-prev draw %d by %.3g", vp[i], c.y, i, d)
+			}
+		}
 		if math.IsNaN(c.y) {
 			if logw[0] != 0 {
 				t.Errorf("missing y: weight %v, want 0", logw[0])
