@@ -136,16 +136,35 @@ func checkOutput(t *testing.T, o outputJSON, dir, model string, names []string, 
 }
 
 func TestSVMOnDAX(t *testing.T) {
-	o, dir := runJSON(t, "-data", daxPath, "-N", "100", "-warmup", "50", "-iters", "300", "-burnin", "100",
-		"-thin", "2", "-chains", "2", "-ksd", "10", "-q")
-	checkOutput(t, o, dir, "svm", []string{"phi", "sigma", "tau"}, 2, 350, 2*100)
-	// Even this short run must put φ in the persistent range of daily
-	// returns and τ near the returns' scale (sd 1.03): loose sanity bounds.
-	if m := *o.Params["phi"].Mean; m < 0.5 || m >= 1 {
-		t.Errorf("phi mean %v, want a persistent volatility", m)
+	for _, prop := range []string{"guided", "bootstrap"} {
+		t.Run(prop, func(t *testing.T) {
+			o, dir := runJSON(t, "-data", daxPath, "-N", "100", "-warmup", "50", "-iters", "300", "-burnin", "100",
+				"-thin", "2", "-chains", "2", "-ksd", "10", "-q", "-proposal", prop)
+			checkOutput(t, o, dir, "svm", []string{"phi", "sigma", "tau"}, 2, 350, 2*100)
+			// Even this short run must put φ in the persistent range of daily
+			// returns and τ near the returns' scale (sd 1.03): loose sanity bounds.
+			if m := *o.Params["phi"].Mean; m < 0.5 || m >= 1 {
+				t.Errorf("phi mean %v, want a persistent volatility", m)
+			}
+			if m := *o.Params["tau"].Mean; m < 0.3 || m > 3 {
+				t.Errorf("tau mean %v, want the scale of the returns", m)
+			}
+		})
 	}
-	if m := *o.Params["tau"].Mean; m < 0.3 || m > 3 {
-		t.Errorf("tau mean %v, want the scale of the returns", m)
+}
+
+// TestProposalReported checks that the text report names the proposal.
+func TestProposalReported(t *testing.T) {
+	for _, prop := range []string{"guided", "bootstrap"} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"-data", daxPath, "-N", "50", "-warmup", "0", "-iters", "20", "-burnin", "10", "-chains", "1",
+			"-ksd", "0", "-q", "-out", t.TempDir(), "-proposal", prop}
+		if err := run(args, &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if want := "N = 50 particles (" + prop + " proposal)"; !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
 	}
 }
 
@@ -259,6 +278,7 @@ func TestBadInput(t *testing.T) {
 		{"malformed CSV", []string{"-data", malformed}, "line 3"},
 		{"unknown model", []string{"-model", "arma"}, `unknown model "arma"`},
 		{"unknown method", []string{"-method", "hmc"}, `unknown method "hmc"`},
+		{"unknown proposal", []string{"-proposal", "apf"}, `unknown proposal "apf"`},
 		{"S + 2B > T", []string{"-data", short}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
 		{"burn-in too long", []string{"-iters", "10", "-burnin", "10"}, "leaves no draws"},

@@ -1,7 +1,8 @@
 // Command gridref computes an independent reference posterior for the
 // stochastic volatility model on a data file (by default the bundled DAX
-// returns), to check what examples/fit reports. It uses no particle filter
-// and no gradient from the library: only the model's prior (models.SVM).
+// returns), to check what examples/fit reports. Its posterior uses no
+// particle filter and no gradient from the library: only the model's prior
+// (models.SVM).
 //
 // The likelihood is computed by a grid (hidden Markov model) filter: the
 // log-volatility x_t lives on G points spanning ±8 stationary sds, the
@@ -116,11 +117,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	g := fs.Int("G", 300, "grid points for the log-volatility")
 	n := fs.Int("n", 3000, "importance samples")
 	seed := fs.Uint64("seed", 1, "random seed")
+	scores := fs.Int("scores", 0, "if positive, also compare particle filter scores at the mode with the grid's: this many full-sequence replications (ten times as many buffered ones)")
+	np := fs.Int("N", 1000, "particles for -scores")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *g < 20 || *n < 10 {
 		return fmt.Errorf("-G = %d and -n = %d are too small", *g, *n)
+	}
+	if *scores < 0 || *scores == 1 || *np < 1 {
+		return fmt.Errorf("-scores = %d must be 0 or at least 2 and -N = %d at least 1", *scores, *np)
 	}
 	seq, err := ssm.ReadCSVFile(*data)
 	if err != nil {
@@ -164,6 +170,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "SVM on %s (T = %d), grid filter with G = %d\n", *data, seq.Len(), *g)
 	fmt.Fprintf(stdout, "mode: phi %.4f sigma %.4f tau %.4f (log posterior %.2f)\n", th[0], th[1], th[2], logpost(mode))
 	fmt.Fprintf(stdout, "Laplace sd in u: %.4f %.4f %.4f\n", math.Sqrt(cov.At(0, 0)), math.Sqrt(cov.At(1, 1)), math.Sqrt(cov.At(2, 2)))
+	if *scores > 0 {
+		if err := scoreCheck(stdout, seq, mode, *g, *scores, *np, *seed); err != nil {
+			return err
+		}
+	}
 
 	// Importance sampling from t_ν(mode, 1.5² Σ).
 	var L mat.Cholesky

@@ -79,7 +79,10 @@ func TestRunSmall(t *testing.T) {
 	if err := run([]string{"-data", data, "-G", "60", "-n", "50"}, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
-	for _, want := range []string{"mode: phi 0.9", "phi    mean", "tau    mean"} {
+	if err := run([]string{"-data", data, "-G", "60", "-n", "50", "-scores", "2", "-N", "50"}, &out, &errb); err != nil {
+		t.Fatalf("-scores: %v\n%s", err, errb.String())
+	}
+	for _, want := range []string{"mode: phi 0.9", "phi    mean", "tau    mean", "grid (central differences)", "PF full, guided, N = 50 (2)", "PF S = 40, B = 10, bootstrap, N = 50 (20)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
