@@ -142,16 +142,15 @@ func (k *svmKernel) AddLogEmission(logw, y, x []float64) {
 		}
 		return
 	}
-	// exp(−x) in chunks through a stack buffer: fmath.ExpTo's loop is
-	// faster than a call to math.Exp per particle.
-	var buf [expChunk]float64
-	for lo := 0; lo < len(x); lo += expChunk {
-		xs := x[lo:min(lo+expChunk, len(x))]
-		e := negExp(&buf, xs)
-		lw := logw[lo : lo+len(xs)]
-		for i, xv := range xs {
-			lw[i] += c - 0.5*xv - q*e[i]
+	// fmath.ExpCore inlines into this loop: cheaper than math.Exp.
+	for i, xv := range x {
+		e := 0.0
+		if xv >= -709 && xv <= 708 {
+			e = fmath.ExpCore(-xv)
+		} else {
+			e = math.Exp(-xv)
 		}
+		logw[i] += c - 0.5*xv - q*e
 	}
 }
 
@@ -187,14 +186,15 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 		}
 		return
 	}
-	var buf [expChunk]float64
-	for lo := 0; lo < len(x); lo += expChunk {
-		xs := x[lo:min(lo+expChunk, len(x))]
-		e := negExp(&buf, xs)
-		hs := h[3*lo:]
-		for i := range xs {
-			hs[3*i+2] += w * (q*e[i] - 1)
+	h = h[:3*len(x)]
+	for i, xv := range x {
+		e := 0.0
+		if xv >= -709 && xv <= 708 {
+			e = fmath.ExpCore(-xv)
+		} else {
+			e = math.Exp(-xv)
 		}
+		h[3*i+2] += w * (q*e - 1)
 	}
 }
 

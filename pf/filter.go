@@ -487,13 +487,20 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 		if math.IsInf(m, 0) {
 			return Result{}, &DegeneracyError{T: t, Start: w.Start, End: w.End}
 		}
-		for i := range lw {
-			lw[i] -= m
-		}
+		// Shift, exponentiate and sum in one pass. After the shift every
+		// lw ≤ 0, so only the lower end of ExpCore's range needs a check.
 		wv := f.w[:len(lw)]
-		fmath.ExpTo(wv, lw)
 		sum, sum2 := 0.0, 0.0
-		for _, e := range wv {
+		for i, v := range lw {
+			v -= m
+			lw[i] = v
+			e := 0.0
+			if v >= -708 {
+				e = fmath.ExpCore(v)
+			} else {
+				e = math.Exp(v)
+			}
+			wv[i] = e
 			sum += e
 			sum2 += e * e
 		}
@@ -576,7 +583,22 @@ func gather(dst, src []float64, anc []int, s int) {
 		return
 	}
 	// Rows are short (a few parameters): an inline loop beats a memmove
-	// call per row.
+	// call per row, and fixed lengths of 3 and 4 (the statistics of the
+	// shipped models) unroll it.
+	switch s {
+	case 3:
+		for i, a := range anc {
+			d, r := dst[3*i:3*i+3:3*i+3], src[3*a:3*a+3:3*a+3]
+			d[0], d[1], d[2] = r[0], r[1], r[2]
+		}
+		return
+	case 4:
+		for i, a := range anc {
+			d, r := dst[4*i:4*i+4:4*i+4], src[4*a:4*a+4:4*a+4]
+			d[0], d[1], d[2], d[3] = r[0], r[1], r[2], r[3]
+		}
+		return
+	}
 	for i, a := range anc {
 		d := dst[i*s : i*s+s]
 		r := src[a*s : a*s+s]
