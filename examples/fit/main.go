@@ -195,6 +195,36 @@ func (c *config) validate() error {
 	return nil
 }
 
+// samplingError condenses a failed run into one line: the first failed
+// chain's error, how many chains failed, and a hint when they diverged
+// (a parameter or the particle weights left the finite range, which at
+// the default step size usually means -eps is too large for the data).
+func samplingError(res *sgmcmc.Result, err error) error {
+	if res == nil {
+		return fmt.Errorf("sampling: %w", err)
+	}
+	var first error
+	failed := 0
+	for _, ch := range res.Chains {
+		if ch.Err != nil {
+			if first == nil {
+				first = ch.Err
+			}
+			failed++
+		}
+	}
+	if first == nil {
+		return fmt.Errorf("sampling: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	msg := fmt.Sprintf("sampling: %v (%d of %d chains stopped)", first, failed, len(res.Chains))
+	var pe *ssm.ParamError
+	var de *pf.DegeneracyError
+	if errors.Is(first, sgmcmc.ErrNonFinite) || errors.As(first, &pe) || errors.As(first, &de) {
+		msg += "; the chains diverged: try a smaller -eps"
+	}
+	return errors.New(msg)
+}
+
 // pfProposal maps -proposal to the filter's setting: Auto uses the
 // model's own proposal when it has one (the LGSSM's and GARCH's locally
 // optimal ones; the SVM's Laplace proposal when newModel enabled it).
@@ -256,23 +286,42 @@ func loadData(c *config) (ssm.Dataset, error) {
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate: %w", c.data, err)
 	}
+	for j, seq := range data.Sequences {
+		if !hasObservation(seq) {
+			return data, fmt.Errorf("%s: %s has no observed values (every cell is missing)", c.data, seqName(data, j))
+		}
+	}
 	if c.full {
 		return data, nil
 	}
 	for j, seq := range data.Sequences {
 		if need := c.S + 2*c.B; need > seq.Len() {
-			name := "the data"
-			if len(data.Sequences) > 1 {
-				name = fmt.Sprintf("sequence %d", j)
-				if data.IDs != nil {
-					name = fmt.Sprintf("sequence %q", data.IDs[j])
-				}
-			}
 			return data, fmt.Errorf("S + 2B = %d + 2·%d = %d exceeds the length %d of %s in %s (lower -S or -B, or use -full)",
-				c.S, c.B, need, seq.Len(), name, c.data)
+				c.S, c.B, need, seq.Len(), seqName(data, j), c.data)
 		}
 	}
 	return data, nil
+}
+
+// seqName names sequence j of data in messages.
+func seqName(data ssm.Dataset, j int) string {
+	switch {
+	case len(data.Sequences) == 1:
+		return "the data"
+	case data.IDs != nil:
+		return fmt.Sprintf("sequence %q", data.IDs[j])
+	}
+	return fmt.Sprintf("sequence %d", j)
+}
+
+// hasObservation reports whether seq has at least one non-missing value.
+func hasObservation(seq ssm.Sequence) bool {
+	for _, v := range seq.Y {
+		if !math.IsNaN(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // dataVariance returns the variance of the observed (non-missing) values.
@@ -486,7 +535,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Recorder:    rec,
 	})
 	if err != nil {
-		return fmt.Errorf("sampling: %w", err)
+		return samplingError(res, err)
 	}
 	if err := csvFile.Close(); err != nil {
 		return err

@@ -269,6 +269,10 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(malformed, []byte("1.5\n0.3\nabc\n2\n"), 0o644)
 	short := filepath.Join(dir, "short.csv")
 	os.WriteFile(short, []byte(strings.Repeat("0.1\n", 50)), 0o644)
+	allNA := filepath.Join(dir, "na.csv")
+	os.WriteFile(allNA, []byte("y\nNA\n\nNaN\n"), 0o644)
+	tiny := filepath.Join(dir, "tiny.csv")
+	os.WriteFile(tiny, []byte("y\n1\n-2\n"), 0o644)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -279,6 +283,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown model", []string{"-model", "arma"}, `unknown model "arma"`},
 		{"unknown method", []string{"-method", "hmc"}, `unknown method "hmc"`},
 		{"unknown proposal", []string{"-proposal", "apf"}, `unknown proposal "apf"`},
+		{"all missing", []string{"-data", allNA}, "no observed values"},
+		{"diverging chains", []string{"-data", tiny, "-full", "-iters", "300", "-burnin", "5", "-warmup", "0", "-chains", "2", "-N", "50", "-eps", "1e4"}, "try a smaller -eps"},
 		{"S + 2B > T", []string{"-data", short}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
 		{"burn-in too long", []string{"-iters", "10", "-burnin", "10"}, "leaves no draws"},
