@@ -75,6 +75,8 @@ Flags:
 		return err
 	}
 	switch {
+	case *N < 1 || *S < 1 || *B < 0:
+		return fmt.Errorf("need -N >= 1, -S >= 1 and -B >= 0 (got %d, %d, %d)", *N, *S, *B)
 	case *T < *S+2**B:
 		return fmt.Errorf("-T = %d is shorter than S + 2B = %d", *T, *S+2**B)
 	case *iters <= *burnin || *warmup < 0 || *chains < 1 || !(*eps > 0):

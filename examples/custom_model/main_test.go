@@ -136,4 +136,9 @@ func TestRun(t *testing.T) {
 	if err := run([]string{"-T", "50", "-out", out}, &stdout, &stderr); err == nil {
 		t.Error("T < S + 2B accepted")
 	}
+	for _, bad := range [][]string{{"-N", "0"}, {"-S", "0"}, {"-B", "-1"}} {
+		if err := run(append([]string{"-out", out, "-q"}, bad...), &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "need -N >= 1") {
+			t.Errorf("%v: error %v, want the flag check", bad, err)
+		}
+	}
 }
