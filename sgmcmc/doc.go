@@ -38,7 +38,9 @@
 //     i.e. their Algorithm 2 with the gradient-noise estimate B̂ = 0 and without
 //     momentum resampling. In their (η, α) parameterisation η = h², α = hC.
 //   - SGD and Adam (Kingma and Ba 2015): noise-free ascent on the same
-//     estimator, for MAP initialisation.
+//     estimator, for MAP initialisation; WarmStart runs one of them for
+//     its first Steps iterations and a sampler after, with a Phased
+//     schedule (learning rate, then step size), in one Run per chain.
 //
 // # Schedules
 //

@@ -110,7 +110,9 @@ Flags:
 	}
 	// An Adam warm-up climbs from u = 0 towards the posterior, then SGLD
 	// samples: one method switching at iteration warmup.
-	newMethod := func(int) sgmcmc.Method { return &warmStart{warm: *warmup, main: &sgmcmc.SGLD{}} }
+	newMethod := func(int) sgmcmc.Method {
+		return &sgmcmc.WarmStart{Steps: *warmup, Optimizer: &sgmcmc.Adam{}, Sampler: &sgmcmc.SGLD{}}
+	}
 	h := *eps / float64(*T)
 	names := m.ParamNames()
 	natural := func(dst, u []float64) { m.Constrain(dst, u) }
@@ -130,7 +132,7 @@ Flags:
 	res, err := sgmcmc.Run(context.Background(), newEst, newMethod, func(int, []float64) error { return nil }, 3, sgmcmc.Settings{
 		Iterations: *warmup + *iters,
 		BurnIn:     *warmup + *burnin,
-		Schedule:   phased{warm: *warmup, lr: 0.02, h: h},
+		Schedule:   sgmcmc.Phased{Steps: *warmup, First: sgmcmc.Constant(0.02), Then: sgmcmc.Constant(h)},
 		Chains:     *chains,
 		Seed:       *seed,
 		Recorder:   rec,
@@ -176,35 +178,4 @@ Flags:
 		return errors.New("R-hat is NaN: a chain did not move")
 	}
 	return nil
-}
-
-// warmStart runs Adam for the first warm steps, then the sampler.
-type warmStart struct {
-	warm, k int
-	adam    sgmcmc.Adam
-	main    sgmcmc.Method
-}
-
-func (w *warmStart) Init(dim int) { w.k = 0; w.adam.Init(dim); w.main.Init(dim) }
-
-func (w *warmStart) Step(u, grad []float64, h float64, rng *rand.Rand) {
-	if w.k < w.warm {
-		w.adam.Step(u, grad, h, rng)
-	} else {
-		w.main.Step(u, grad, h, rng)
-	}
-	w.k++
-}
-
-// phased is the Adam learning rate during the warm-up, then the SGLD step.
-type phased struct {
-	warm  int
-	lr, h float64
-}
-
-func (p phased) At(k int) float64 {
-	if k < p.warm {
-		return p.lr
-	}
-	return p.h
 }

@@ -346,43 +346,6 @@ func dataVariance(data ssm.Dataset) float64 {
 	return v
 }
 
-// warmStart runs Adam for the first warm steps, then the sampler: one
-// method so that warm-up and sampling are one sgmcmc.Run per chain.
-type warmStart struct {
-	warm, k int
-	adam    sgmcmc.Adam
-	main    sgmcmc.Method
-}
-
-func (w *warmStart) Init(dim int) {
-	w.k = 0
-	w.adam.Init(dim)
-	w.main.Init(dim)
-}
-
-func (w *warmStart) Step(u, grad []float64, h float64, rng *rand.Rand) {
-	if w.k < w.warm {
-		w.adam.Step(u, grad, h, rng)
-	} else {
-		w.main.Step(u, grad, h, rng)
-	}
-	w.k++
-}
-
-// phased is the step size schedule matching warmStart: the Adam learning
-// rate during the warm-up, then the constant sampler step h.
-type phased struct {
-	warm  int
-	lr, h float64
-}
-
-func (p phased) At(k int) float64 {
-	if k < p.warm {
-		return p.lr
-	}
-	return p.h
-}
-
 // keep forwards to r only the draws after the warm-up and burn-in, thinned:
 // Run itself records every iteration so that the progress printer sees the
 // warm-up too.
@@ -499,7 +462,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		default:
 			main = &sgmcmc.SGLD{}
 		}
-		return &warmStart{warm: c.warmup, main: main}
+		return &sgmcmc.WarmStart{Steps: c.warmup, Optimizer: &sgmcmc.Adam{}, Sampler: main}
 	}
 
 	T := data.TotalLen()
@@ -528,7 +491,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	res, err := sgmcmc.Run(context.Background(), newEst, newMethod, init, dims.Param, sgmcmc.Settings{
 		Iterations:  iters,
 		Runtime:     c.budget,
-		Schedule:    phased{warm: c.warmup, lr: c.lr, h: h},
+		Schedule:    sgmcmc.Phased{Steps: c.warmup, First: sgmcmc.Constant(c.lr), Then: sgmcmc.Constant(h)},
 		Chains:      c.chains,
 		Concurrency: c.concurrency,
 		Seed:        c.seed,
