@@ -324,6 +324,27 @@ func hasObservation(seq ssm.Sequence) bool {
 	return false
 }
 
+// scaleWarning explains, for data whose scale the default priors do not
+// fit, that those priors are not scale-free: σ², τ² ~ InvGamma(2, 0.5) put
+// almost no mass below 0.01 or above 100, so returns in decimals
+// (sd ≈ 0.01) or basis points would be fitted through the prior, not the
+// data; and GARCH's μ ~ Uniform(0, 2) bounds the stationary variance of
+// x_t, so data with variance well above 2 cannot be fitted. It returns ""
+// when the data's sd is in [0.1, 10] (and, for garch, its variance is at
+// most 2).
+func scaleWarning(model string, v float64) string {
+	sd := math.Sqrt(v)
+	switch {
+	case sd < 0.1 || sd > 10:
+		return fmt.Sprintf("the data's sd is %.3g, but the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) "+
+			"assume data on a unit scale (e.g. returns in percent): rescale the data, or the posterior reflects the prior", sd)
+	case model == "garch" && v > 2:
+		return fmt.Sprintf("the data's variance is %.3g, but the default GARCH prior mu ~ Uniform(0, 2) bounds the "+
+			"stationary variance of x_t by 2: rescale the data", v)
+	}
+	return ""
+}
+
 // dataVariance returns the variance of the observed (non-missing) values.
 func dataVariance(data ssm.Dataset) float64 {
 	var n, s, ss float64
@@ -419,9 +440,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
+	v := dataVariance(data)
+	if w := scaleWarning(c.model, v); w != "" {
+		fmt.Fprintln(stderr, "fit: warning:", w)
+	}
 	// Starting points: a fixed data-scaled point, jittered per chain.
 	u0 := make([]float64, dims.Param)
-	if err := m.Unconstrain(u0, m.start(dataVariance(data))); err != nil {
+	if err := m.Unconstrain(u0, m.start(v)); err != nil {
 		return fmt.Errorf("starting point: %w", err)
 	}
 	init := func(chain int, u []float64) error {

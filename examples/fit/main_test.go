@@ -306,3 +306,45 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestScaleWarning(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		v     float64
+		warn  bool
+	}{{"svm", 1.06, false}, {"svm", 0.01, false}, {"svm", 100, false}, {"svm", 1e-4, true}, {"lgssm", 1e4, true},
+		{"svm", 0.0099, true}, {"garch", 1.06, false}, {"garch", 3, true}, {"svm", 3, false}} {
+		if got := scaleWarning(c.model, c.v) != ""; got != c.warn {
+			t.Errorf("%s, variance %v: warning %v, want %v", c.model, c.v, got, c.warn)
+		}
+	}
+	// The bundled DAX returns (percent) get no warning; the same in
+	// decimals do, on stderr, and the run still succeeds.
+	dir := t.TempDir()
+	seq, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, v := range seq.Y[:200] {
+		b.WriteString(strconv.FormatFloat(v/100, 'g', -1, 64) + "\n")
+	}
+	dec := filepath.Join(dir, "dec.csv")
+	if err := os.WriteFile(dec, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		data string
+		warn bool
+	}{{daxPath, false}, {dec, true}} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"-data", c.data, "-N", "50", "-warmup", "0", "-iters", "20", "-burnin", "10", "-chains", "1",
+			"-ksd", "0", "-q", "-out", dir}
+		if err := run(args, &stdout, &stderr); err != nil {
+			t.Fatalf("%s: %v", c.data, err)
+		}
+		if got := strings.Contains(stderr.String(), "default priors"); got != c.warn {
+			t.Errorf("%s: warning printed %v, want %v (stderr %q)", c.data, got, c.warn, stderr.String())
+		}
+	}
+}
