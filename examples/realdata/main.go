@@ -56,6 +56,7 @@ func experiments() map[string]experiment {
 
 type config struct {
 	compare.CommonFlags
+	proposal  compare.ProposalFlag
 	data      string
 	models    []string
 	segments  int
@@ -95,6 +96,7 @@ Flags:`, stderr)
 		NHelp:      "particles of the gradient estimators",
 		BurnInHelp: "fraction of each chain's iterations discarded (0 keeps all)",
 	})
+	c.proposal.Register(fs)
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with one column of returns")
 	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.segments, "segments", 26, "number of segments the series is cut into")
@@ -116,6 +118,9 @@ Flags:`, stderr)
 		return nil, fmt.Errorf("-train = %g must be in (0, 1)", c.train)
 	}
 	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	if err := c.proposal.Check(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -202,7 +207,8 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ss
 	if err := m.Unconstrain(uStart, ex.start); err != nil {
 		return err
 	}
-	pfs := pf.Settings{N: c.N}
+	m, prop := c.proposal.Apply(m)
+	pfs := pf.Settings{N: c.N, Proposal: prop}
 	methods := []compare.Method{
 		{Name: "Full", New: func(int) (sgmcmc.Estimator, error) { return compare.FullGradient(m, train, pfs, false) }},
 		{Name: "Weekly", New: func(int) (sgmcmc.Estimator, error) {
@@ -219,7 +225,7 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ss
 	set.Model, set.Obs, set.Seed = m, train.TotalLen(), c.Seed+stream<<20
 	set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+stream)))
 	set.NewScore = func() (sgmcmc.Estimator, error) {
-		return compare.FullGradient(m, train, pf.Settings{N: c.ksdN}, false)
+		return compare.FullGradient(m, train, pf.Settings{N: c.ksdN, Proposal: prop}, false)
 	}
 	set.Progress, set.Prefix = stderr, ex.name+" "
 	t0 := time.Now()
@@ -228,7 +234,7 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ss
 	if err != nil {
 		return err
 	}
-	pred, err := predictive(ctx, m, test, res, c, stream)
+	pred, err := predictive(ctx, m, prop, test, res, c, stream)
 	if err != nil {
 		return err
 	}

@@ -114,11 +114,27 @@ func TestBadInput(t *testing.T) {
 		{"-data", dax, "-segments", "100"}, // segments of 18 < S + 2B
 		{"-data", dax, "-models", "lgssm"},
 		{"-data", dax, "-train", "1"},
+		{"-data", dax, "-proposal", "apf"},
 	} {
 		var stdout, stderr bytes.Buffer
 		args = append(args, "-out", t.TempDir())
 		if err := run(args, &stdout, &stderr); err == nil {
 			t.Errorf("run(%q) succeeded", args)
 		}
+	}
+}
+
+// TestGuidedSVM runs the SVM with -proposal guided (the Laplace proposal
+// that examples/fit uses on these data).
+func TestGuidedSVM(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-data", dax, "-models", "svm", "-proposal", "guided", "-segments", "10", "-time", "0", "-iters", "8",
+		"-N", "64", "-ksdN", "64", "-predN", "64", "-S", "20", "-B", "5", "-chains", "2", "-eps", "0.1", "-ksddraws", "5",
+		"-preddraws", "2", "-out", t.TempDir()}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Held-out") {
+		t.Errorf("output lacks the held-out table:\n%s", stdout.String())
 	}
 }

@@ -28,10 +28,10 @@ type predRow struct {
 
 // predictive estimates, for c.predDraws posterior draws per chain of every
 // method at its selected step size, log p(y_test | θ) with a bootstrap or
-// guided particle filter (the model's default proposal), summed over the
-// independent test segments.
-func predictive(ctx context.Context, m ssm.Model, test ssm.Dataset, res *compare.Result, c *config, stream uint64) ([]predRow, error) {
-	f, err := pf.New(pf.Settings{N: c.predN})
+// guided particle filter (the proposal of the gradients, -proposal), summed
+// over the independent test segments.
+func predictive(ctx context.Context, m ssm.Model, prop pf.Proposal, test ssm.Dataset, res *compare.Result, c *config, stream uint64) ([]predRow, error) {
+	f, err := pf.New(pf.Settings{N: c.predN, Proposal: prop})
 	if err != nil {
 		return nil, err
 	}

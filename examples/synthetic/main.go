@@ -53,9 +53,10 @@ func experiments() map[string]experiment {
 
 type config struct {
 	compare.CommonFlags
-	models []string
-	T      int
-	ksdN   int
+	proposal compare.ProposalFlag
+	models   []string
+	T        int
+	ksdN     int
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -84,6 +85,7 @@ Flags:`, stderr)
 		NHelp:      "particles of the gradient estimators",
 		BurnInHelp: "fraction of each chain's iterations discarded before the KSD (0 keeps all)",
 	})
+	c.proposal.Register(fs)
 	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.T, "T", 1000, "sequence length")
 	fs.IntVar(&c.ksdN, "ksdN", 1000, "particles of the full-sequence filter giving the KSD scores")
@@ -95,6 +97,9 @@ Flags:`, stderr)
 		return nil, fmt.Errorf("-models: %w", err)
 	}
 	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	if err := c.proposal.Check(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -148,7 +153,8 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, stream uint64)
 	}
 	_, y := ssm.Simulate(k, m.Dims(), c.T, rand.New(rand.NewPCG(c.Seed, stream)))
 	data := ssm.Dataset{Sequences: []ssm.Sequence{y}}
-	pfs := pf.Settings{N: c.N}
+	m, prop := c.proposal.Apply(m)
+	pfs := pf.Settings{N: c.N, Proposal: prop}
 	methods := []compare.Method{
 		{Name: "Full", New: func(int) (sgmcmc.Estimator, error) { return compare.FullGradient(m, data, pfs, false) }},
 		{Name: "No Buffer", New: func(int) (sgmcmc.Estimator, error) {
@@ -162,7 +168,7 @@ func runModel(stdout, stderr io.Writer, c *config, ex experiment, stream uint64)
 	set.Model, set.Obs, set.Seed = m, c.T, c.Seed+stream<<20
 	set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+stream)))
 	set.NewScore = func() (sgmcmc.Estimator, error) {
-		return compare.FullGradient(m, data, pf.Settings{N: c.ksdN}, false)
+		return compare.FullGradient(m, data, pf.Settings{N: c.ksdN, Proposal: prop}, false)
 	}
 	set.Truth, set.Progress, set.Prefix = ex.truth, stderr, ex.name+" "
 	t0 := time.Now()

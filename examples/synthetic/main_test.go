@@ -96,6 +96,7 @@ func TestBadInput(t *testing.T) {
 		{"-eps", "x"},
 		{"-chains", "0"},
 		{"-ksddraws", "1"},
+		{"-proposal", "apf"},
 	} {
 		var stdout, stderr bytes.Buffer
 		args = append(args, "-out", t.TempDir())

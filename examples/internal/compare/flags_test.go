@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -12,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
 var testDefaults = FlagDefaults{Out: "out/x", KSDDraws: 7, EpsHelp: "eps help", NHelp: "N help", BurnInHelp: "burn-in help"}
@@ -113,5 +118,47 @@ func TestWriteFile(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(path, "x"), func(io.Writer) error { return nil }); err == nil {
 		t.Error("creating a file below a file succeeded")
+	}
+}
+
+func TestProposalFlag(t *testing.T) {
+	for _, c := range []struct {
+		arg      string
+		model    ssm.Model
+		guided   bool // the returned SVM's Guided
+		proposal pf.Proposal
+	}{
+		{"auto", models.SVM{}, false, pf.Auto},
+		{"guided", models.SVM{}, true, pf.Auto},
+		{"bootstrap", models.SVM{}, false, pf.Bootstrap},
+		{"guided", models.GARCH{}, false, pf.Auto},
+		{"bootstrap", models.GARCH{}, false, pf.Bootstrap},
+	} {
+		var p ProposalFlag
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		p.Register(fs)
+		if err := fs.Parse([]string{"-proposal", c.arg}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Check(); err != nil {
+			t.Fatal(err)
+		}
+		m, prop := p.Apply(c.model)
+		if prop != c.proposal {
+			t.Errorf("%s on %T: proposal %v, want %v", c.arg, c.model, prop, c.proposal)
+		}
+		if s, ok := m.(models.SVM); ok && s.Guided != c.guided {
+			t.Errorf("%s on the SVM: Guided %v, want %v", c.arg, s.Guided, c.guided)
+		}
+		if _, ok := m.(models.SVM); ok != (c.model == ssm.Model(models.SVM{})) {
+			t.Errorf("%s: model type changed to %T", c.arg, m)
+		}
+	}
+	var p ProposalFlag
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	p.Register(fs)
+	fs.Parse([]string{"-proposal", "apf"})
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), `"apf"`) {
+		t.Errorf("-proposal apf: error %v", err)
 	}
 }
