@@ -3,7 +3,8 @@
 //
 // With no flags it fits the stochastic volatility model to the bundled DAX
 // daily log-returns (testdata/dax_returns.csv, T = 1859) with buffered
-// PF-SGLD (S = 40, B = 10, N = 1000 particles, 4 chains) and prints, per
+// PF-SGLD (S = 40, B = 10, N = 1000 particles moved by the SVM's guided
+// proposal, 4 chains) and prints, per
 // natural parameter, the posterior mean, sd, 5/50/95% quantiles, effective
 // sample size and R-hat, then the kernel Stein discrepancy of a thinned
 // sample computed from full-sequence particle filter scores. It writes
@@ -11,8 +12,8 @@
 //
 // Each chain starts from a fixed data-scaled point with a random jitter,
 // climbs towards the posterior mode with a short Adam warm-up on the same
-// stochastic gradients, then runs the sampler; the warm-up and the burn-in
-// are discarded. Run "go run ./examples/fit -h" for the flags.
+// stochastic gradients, then runs the sampler (one sgmcmc.WarmStart per
+// chain); the warm-up and the burn-in are discarded. Run "go run ./examples/fit -h" for the flags.
 package main
 
 import (
