@@ -17,7 +17,7 @@ func refLog(x float64) float64 {
 		z2 := new(big.Float).SetPrec(prec).Mul(z, z)
 		term := new(big.Float).SetPrec(prec).Set(z)
 		sum := new(big.Float).SetPrec(prec)
-		for k := 0; k < 200; k++ {
+		for k := 0; k < 70; k++ { // |z| ≤ 1/3: 9^−70 is far below 2^−200
 			t := new(big.Float).SetPrec(prec).Quo(term, new(big.Float).SetPrec(prec).SetInt64(int64(2*k+1)))
 			sum.Add(sum, t)
 			term.Mul(term, z2)
@@ -40,7 +40,11 @@ func TestLogAccuracy(t *testing.T) {
 	for j := 0; j < logSize; j++ { // cell edges and centres
 		xs = append(xs, 1+float64(j)/logSize, 1+(float64(j)+0.5)/logSize, math.Nextafter(1+float64(j+1)/logSize, 0))
 	}
-	for range 3000 {
+	n := 3000
+	if testing.Short() {
+		n = 500
+	}
+	for range n {
 		xs = append(xs, math.Exp((rng.Float64()*2-1)*700), rng.Float64()*4, math.Exp(rng.NormFloat64()))
 	}
 	worstAbs, worstRel := 0.0, 0.0
