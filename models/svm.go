@@ -25,7 +25,7 @@ type SVM struct {
 	Prior ssm.Prior
 	// Guided gives the kernel a guided proposal, which keeps particles
 	// where p(y_t|x_t) is large on extreme days: less particle bias and
-	// variance in the τ score on heavy-tailed returns, at about twice the
+	// variance in the τ score on heavy-tailed returns, at 1.5–2 times the
 	// cost per particle (BenchmarkGradient/svm/S=40/B=10/N=1000/guided).
 	Guided bool
 }

@@ -97,8 +97,8 @@ guided): the locally optimal one for lgssm and garch, and for svm a Laplace
 approximation of it (models.SVM{Guided: true}). On heavy-tailed returns the
 bootstrap filter (-proposal bootstrap, the paper's choice) has a particle
 bias in the tau score large enough to shift the posterior of tau by about
-one posterior sd at N = 1000; the guided filter halves that bias at about
-twice the cost per step.
+one posterior sd at N = 1000; the guided filter cuts that bias to a third
+at 1.5-2 times the cost per step.
 
 Random numbers: chain c uses rand.NewPCG(seed, c), its starting jitter
 rand.NewPCG(seed, 2^32+c) and the KSD score at kept draw i rand.NewPCG(seed,
