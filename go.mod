@@ -1,6 +1,6 @@
 module github.com/pbsgmcmc/pbsgmcmc
 
-go 1.26.8
+go 1.26.0
 
 require (
 	gonum.org/v1/gonum v0.17.0
