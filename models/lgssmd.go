@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -205,8 +206,21 @@ type lgssmdParams struct {
 	lyap              *lyapunov
 }
 
-// natural decodes and validates u.
+// natural decodes and validates u into freshly allocated storage (the
+// result may be kept).
 func (m LGSSMd) natural(u []float64) (*lgssmdParams, error) {
+	ws := new(lgssmdWork)
+	ws.init(m.D)
+	return m.naturalWS(ws, u)
+}
+
+// naturalWS decodes and validates u into ws's storage: the result is valid
+// until ws is reused. Stability of A is established by the Lyapunov
+// theorem: with diag σ² ≻ 0, P = A P Aᵀ + diag σ² has a positive definite
+// solution exactly when the spectral radius of A is below 1, so the
+// eigenvalues are computed only to word the error when the solve or the
+// Cholesky factorisation of P fails.
+func (m LGSSMd) naturalWS(ws *lgssmdWork, u []float64) (*lgssmdParams, error) {
 	d := m.D
 	d2 := d * d
 	for k, v := range u {
@@ -214,8 +228,10 @@ func (m LGSSMd) natural(u []float64) (*lgssmdParams, error) {
 			return nil, &ssm.ParamError{Name: m.paramName(k), Value: v, Reason: fmt.Sprintf("u[%d] is NaN", k)}
 		}
 	}
-	buf := make([]float64, d2+4*d)
-	np := &lgssmdParams{a: u[:d2:d2], sig: buf[:d:d], tau: buf[d : 2*d : 2*d], q: buf[2*d : 3*d : 3*d], r: buf[3*d : 4*d : 4*d]}
+	np := &ws.np
+	buf := ws.buf
+	*np = lgssmdParams{a: u[:d2:d2], sig: buf[:d:d], tau: buf[d : 2*d : 2*d], q: buf[2*d : 3*d : 3*d], r: buf[3*d : 4*d : 4*d],
+		p: buf[4*d : 4*d+d2 : 4*d+d2]}
 	for i := 0; i < d; i++ {
 		np.sig[i], np.tau[i] = math.Exp(u[d2+i]), math.Exp(u[d2+d+i])
 		np.q[i], np.r[i] = np.sig[i]*np.sig[i], np.tau[i]*np.tau[i]
@@ -231,15 +247,11 @@ func (m LGSSMd) natural(u []float64) (*lgssmdParams, error) {
 			return nil, &ssm.ParamError{Name: m.paramName(k), Value: u[k], Reason: "must be finite"}
 		}
 	}
-	if r, ok := spectralRadius(np.a, d); !ok || !(r < 1) {
-		return nil, &ssm.ParamError{Name: "A", Value: r, Reason: "its spectral radius (the value shown) must be < 1"}
+	if err := ws.ly.factorize(np.a, d); err != nil {
+		return nil, stabilityError(np.a, d, err)
 	}
-	var err error
-	np.lyap, err = newLyapunov(np.a, d)
-	if err != nil {
-		return nil, err
-	}
-	np.p = make([]float64, d2)
+	np.lyap = &ws.ly
+	clear(np.p)
 	for i := 0; i < d; i++ {
 		np.p[i*d+i] = np.q[i]
 	}
@@ -250,11 +262,48 @@ func (m LGSSMd) natural(u []float64) (*lgssmdParams, error) {
 			np.p[i*d+j], np.p[j*d+i] = s, s
 		}
 	}
-	l := make([]float64, d2)
-	if !kfChol(l, np.p, d) {
-		return nil, &ssm.ParamError{Name: "A", Value: np.a[0], Reason: "stationary covariance is numerically not positive definite (A too close to unstable)"}
+	if !kfChol(buf[4*d+d2:4*d+2*d2], np.p, d) {
+		return nil, stabilityError(np.a, d, &ssm.ParamError{Name: "A", Value: np.a[0], Reason: "stationary covariance is numerically not positive definite (A too close to unstable)"})
 	}
 	return np, nil
+}
+
+// stabilityError words a failure of the stationary covariance: an unstable
+// A (spectral radius ≥ 1) is reported as such, anything else as err.
+func stabilityError(a []float64, d int, err error) error {
+	if r, ok := spectralRadius(a, d); !ok || !(r < 1) {
+		return &ssm.ParamError{Name: "A", Value: r, Reason: "its spectral radius (the value shown) must be < 1"}
+	}
+	return err
+}
+
+// lgssmdWork holds everything one ExactScore call needs, so that calls
+// (one per sampler iteration) allocate nothing once a pooled workspace
+// has the right size.
+type lgssmdWork struct {
+	d    int
+	np   lgssmdParams
+	ly   lyapunov
+	buf  []float64 // σ, τ, σ², τ² (4d), P and its Cholesky factor (2d²)
+	kw   kalmanWork
+	gbuf []float64 // KalmanGrad storage (2d² + 3d)
+	g    KalmanGrad
+	adj  []float64 // adjoint Lyapunov solution and A P (2d²)
+}
+
+var lgssmdPool = sync.Pool{New: func() any { return new(lgssmdWork) }}
+
+// init sizes ws for dimension d (a no-op when it already has it).
+func (ws *lgssmdWork) init(d int) {
+	if ws.d == d && ws.buf != nil {
+		return
+	}
+	d2 := d * d
+	ws.d = d
+	ws.buf = make([]float64, 4*d+2*d2)
+	ws.gbuf = make([]float64, 2*d2+3*d)
+	ws.g = *newKalmanGradFrom(d, ws.gbuf)
+	ws.adj = make([]float64, 2*d2)
 }
 
 // StationaryCov returns the stationary covariance P of x_t at u (D×D
@@ -297,23 +346,28 @@ func (m LGSSMd) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (f
 	if grad != nil && len(grad) != len(u) {
 		panic(fmt.Sprintf("models: LGSSMd.ExactScore: len(grad) = %d, want %d", len(grad), len(u)))
 	}
-	np, err := m.natural(u)
-	if err != nil {
-		return 0, err
-	}
 	d := m.D
 	d2 := d * d
-	k := Kalman{D: d, A: np.a, Q: np.q, R: np.r, P0: np.p}
 	if err := seq.Validate(d); err != nil {
 		return 0, err
 	}
 	if err := w.Validate(seq.Len()); err != nil {
 		return 0, err
 	}
-	ws := newKalmanWork(d, w.End-w.Start, grad != nil)
+	lw := lgssmdPool.Get().(*lgssmdWork)
+	defer lgssmdPool.Put(lw)
+	lw.init(d)
+	np, err := m.naturalWS(lw, u)
+	if err != nil {
+		return 0, err
+	}
+	k := Kalman{D: d, A: np.a, Q: np.q, R: np.r, P0: np.p}
+	ws := &lw.kw
+	ws.init(d, w.End-w.Start, grad != nil)
 	var g *KalmanGrad
 	if grad != nil {
-		g = NewKalmanGrad(d)
+		clear(lw.gbuf)
+		g = &lw.g
 	}
 	ll, err := ws.expectedScore(&k, g, seq, w)
 	if err != nil || grad == nil {
@@ -330,8 +384,7 @@ func (m LGSSMd) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (f
 		// tr(G dP) with (I − A⊗A) vec dP = vec(dA P Aᵀ + A P dAᵀ + dQ) equals
 		// tr(Y (dA P Aᵀ + A P dAᵀ + dQ)) where Y = Aᵀ Y A + G: one adjoint
 		// solve instead of one solve per parameter.
-		y := make([]float64, 2*d2)
-		y, ap := y[:d2], y[d2:]
+		y, ap := lw.adj[:d2], lw.adj[d2:]
 		np.lyap.solve(y, g.P0, true)
 		for i := 0; i < d; i++ {
 			for j := 0; j < i; j++ {
@@ -729,15 +782,34 @@ func spectralRadius(a []float64, d int) (float64, bool) {
 }
 
 // lyapunov solves X − A X Aᵀ = B (and the adjoint Y − Aᵀ Y A = G) through
-// the d²×d² system (I − A⊗A) vec X = vec B, vec row-major.
+// the d²×d² system (I − A⊗A) vec X = vec B, vec row-major. Its matrices
+// and vectors are reused across factorisations of the same size.
 type lyapunov struct {
 	d  int
+	k  *mat.Dense
 	lu mat.LU
+	b  *mat.VecDense
+	x  mat.VecDense
 }
 
 func newLyapunov(a []float64, d int) (*lyapunov, error) {
+	ly := new(lyapunov)
+	if err := ly.factorize(a, d); err != nil {
+		return nil, err
+	}
+	return ly, nil
+}
+
+// factorize sets up the operator for A.
+func (ly *lyapunov) factorize(a []float64, d int) error {
 	d2 := d * d
-	k := mat.NewDense(d2, d2, nil)
+	if ly.k == nil || ly.d != d {
+		ly.k = mat.NewDense(d2, d2, nil)
+		ly.b = mat.NewVecDense(d2, nil)
+		ly.x = mat.VecDense{}
+	}
+	ly.d = d
+	k := ly.k
 	for i := 0; i < d; i++ {
 		for j := 0; j < d; j++ {
 			for p := 0; p < d; p++ {
@@ -752,26 +824,22 @@ func newLyapunov(a []float64, d int) (*lyapunov, error) {
 			}
 		}
 	}
-	ly := &lyapunov{d: d}
 	ly.lu.Factorize(k)
 	if c := ly.lu.Cond(); math.IsInf(c, 1) || c > 1e14 {
-		return nil, &ssm.ParamError{Name: "A", Value: a[0], Reason: fmt.Sprintf("Lyapunov operator I − A⊗A is numerically singular (condition %.3g)", c)}
+		return &ssm.ParamError{Name: "A", Value: a[0], Reason: fmt.Sprintf("Lyapunov operator I − A⊗A is numerically singular (condition %.3g)", c)}
 	}
-	return ly, nil
+	return nil
 }
 
 // solve sets dst = L⁻¹(b) (trans: the adjoint); dst may alias b.
 func (ly *lyapunov) solve(dst, b []float64, trans bool) {
-	d2 := ly.d * ly.d
-	var x mat.VecDense
-	if err := ly.lu.SolveVecTo(&x, trans, mat.NewVecDense(d2, append([]float64(nil), b...))); err != nil {
-		// Cond was checked at construction; a late condition warning still
-		// leaves a usable solution.
+	copy(ly.b.RawVector().Data, b)
+	if err := ly.lu.SolveVecTo(&ly.x, trans, ly.b); err != nil {
+		// Cond was checked at factorisation; a late condition warning
+		// still leaves a usable solution.
 		if _, ok := err.(mat.Condition); !ok {
 			panic("models: Lyapunov solve: " + err.Error())
 		}
 	}
-	for i := 0; i < d2; i++ {
-		dst[i] = x.AtVec(i)
-	}
+	copy(dst, ly.x.RawVector().Data)
 }

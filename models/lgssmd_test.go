@@ -467,3 +467,67 @@ func BenchmarkLGSSMdExactScore(b *testing.B) {
 		}
 	}
 }
+
+// TestLGSSMdExactScoreConcurrent calls ExactScore from several goroutines
+// at once, for models of different dimensions (its workspaces are pooled),
+// and checks every result against a serial call, bit for bit; it also
+// checks that a call allocates at most the 3 small objects gonum's LU
+// condition estimate puts in its own pool.
+func TestLGSSMdExactScoreConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	type job struct {
+		m    models.LGSSMd
+		u    []float64
+		y    ssm.Sequence
+		want []float64
+	}
+	var jobs []job
+	for _, d := range []int{1, 2, 3, 2} {
+		m := models.LGSSMd{D: d}
+		u := lgdRandomU(t, rng, d, 0.8)
+		_, y, err := m.Simulate(120, u, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, m.Dims().Param)
+		if _, err := m.ExactScore(want, u, y, ssm.Window{Start: 10, End: 90, KeepStart: 20, KeepEnd: 80}); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, job{m, u, y, want})
+	}
+	errs := make(chan error, 4*len(jobs))
+	for r := 0; r < 4; r++ {
+		for _, j := range jobs {
+			go func() {
+				for range 20 {
+					got := make([]float64, len(j.want))
+					if _, err := j.m.ExactScore(got, j.u, j.y, ssm.Window{Start: 10, End: 90, KeepStart: 20, KeepEnd: 80}); err != nil {
+						errs <- err
+						return
+					}
+					for i := range got {
+						if got[i] != j.want[i] {
+							errs <- fmt.Errorf("D = %d: component %d is %v concurrently, %v serially", j.m.D, i, got[i], j.want[i])
+							return
+						}
+					}
+				}
+				errs <- nil
+			}()
+		}
+	}
+	for range 4 * len(jobs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if raceEnabled {
+		return
+	}
+	j := jobs[2]
+	grad := make([]float64, len(j.want))
+	w := ssm.Window{Start: 10, End: 90, KeepStart: 20, KeepEnd: 80}
+	if a := testing.AllocsPerRun(20, func() { j.m.ExactScore(grad, j.u, j.y, w) }); a > 3 {
+		t.Errorf("ExactScore allocates %v objects per call, want at most 3", a)
+	}
+}
