@@ -7,6 +7,10 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -782,14 +786,16 @@ func spectralRadius(a []float64, d int) (float64, bool) {
 }
 
 // lyapunov solves X − A X Aᵀ = B (and the adjoint Y − Aᵀ Y A = G) through
-// the d²×d² system (I − A⊗A) vec X = vec B, vec row-major. Its matrices
-// and vectors are reused across factorisations of the same size.
+// the d²×d² system (I − A⊗A) vec X = vec B, vec row-major, by an LU
+// factorisation (LAPACK getrf, with a getcon condition estimate) held in
+// buffers that are reused across factorisations of the same size.
 type lyapunov struct {
-	d  int
-	k  *mat.Dense
-	lu mat.LU
-	b  *mat.VecDense
-	x  mat.VecDense
+	d     int
+	lu    blas64.General // the operator, then its LU factors
+	x     blas64.General // right-hand side and solution (d²×1)
+	pivot []int
+	work  []float64 // 4d² for getcon (and d² for the norm)
+	iwork []int
 }
 
 func newLyapunov(a []float64, d int) (*lyapunov, error) {
@@ -803,13 +809,15 @@ func newLyapunov(a []float64, d int) (*lyapunov, error) {
 // factorize sets up the operator for A.
 func (ly *lyapunov) factorize(a []float64, d int) error {
 	d2 := d * d
-	if ly.k == nil || ly.d != d {
-		ly.k = mat.NewDense(d2, d2, nil)
-		ly.b = mat.NewVecDense(d2, nil)
-		ly.x = mat.VecDense{}
+	if ly.d != d || ly.lu.Data == nil {
+		ly.d = d
+		ly.lu = blas64.General{Rows: d2, Cols: d2, Stride: d2, Data: make([]float64, d2*d2)}
+		ly.x = blas64.General{Rows: d2, Cols: 1, Stride: 1, Data: make([]float64, d2)}
+		ly.pivot = make([]int, d2)
+		ly.work = make([]float64, 4*d2)
+		ly.iwork = make([]int, d2)
 	}
-	ly.d = d
-	k := ly.k
+	k := ly.lu.Data
 	for i := 0; i < d; i++ {
 		for j := 0; j < d; j++ {
 			for p := 0; p < d; p++ {
@@ -819,13 +827,18 @@ func (ly *lyapunov) factorize(a []float64, d int) error {
 					if i == p && j == q {
 						v++
 					}
-					k.Set(i*d+j, p*d+q, v)
+					k[(i*d+j)*d2+p*d+q] = v
 				}
 			}
 		}
 	}
-	ly.lu.Factorize(k)
-	if c := ly.lu.Cond(); math.IsInf(c, 1) || c > 1e14 {
+	anorm := lapack64.Lange(lapack.MaxColumnSum, ly.lu, ly.work[:d2])
+	ok := lapack64.Getrf(ly.lu, ly.pivot)
+	c := math.Inf(1)
+	if ok {
+		c = 1 / lapack64.Gecon(lapack.MaxColumnSum, ly.lu, anorm, ly.work, ly.iwork)
+	}
+	if math.IsInf(c, 1) || !(c <= 1e14) {
 		return &ssm.ParamError{Name: "A", Value: a[0], Reason: fmt.Sprintf("Lyapunov operator I − A⊗A is numerically singular (condition %.3g)", c)}
 	}
 	return nil
@@ -833,13 +846,11 @@ func (ly *lyapunov) factorize(a []float64, d int) error {
 
 // solve sets dst = L⁻¹(b) (trans: the adjoint); dst may alias b.
 func (ly *lyapunov) solve(dst, b []float64, trans bool) {
-	copy(ly.b.RawVector().Data, b)
-	if err := ly.lu.SolveVecTo(&ly.x, trans, ly.b); err != nil {
-		// Cond was checked at factorisation; a late condition warning
-		// still leaves a usable solution.
-		if _, ok := err.(mat.Condition); !ok {
-			panic("models: Lyapunov solve: " + err.Error())
-		}
+	copy(ly.x.Data, b)
+	t := blas.NoTrans
+	if trans {
+		t = blas.Trans
 	}
-	copy(dst, ly.x.RawVector().Data)
+	lapack64.Getrs(t, ly.lu, ly.x, ly.pivot)
+	copy(dst, ly.x.Data)
 }
