@@ -798,14 +798,6 @@ type lyapunov struct {
 	iwork []int
 }
 
-func newLyapunov(a []float64, d int) (*lyapunov, error) {
-	ly := new(lyapunov)
-	if err := ly.factorize(a, d); err != nil {
-		return nil, err
-	}
-	return ly, nil
-}
-
 // factorize sets up the operator for A.
 func (ly *lyapunov) factorize(a []float64, d int) error {
 	d2 := d * d

@@ -74,7 +74,7 @@ const usageHead = `Usage: go run ./examples/fit [flags]
 
 Fits a state space model to a series with particle buffered stochastic
 gradient MCMC (Aicher et al.) and prints a posterior summary per natural
-parameter (mean, sd, 5/50/95%% quantiles, ESS, R-hat), the kernel Stein
+parameter (mean, sd, 5/50/95% quantiles, ESS, R-hat), the kernel Stein
 discrepancy (KSD) of a thinned sample, the iterations and the seconds.
 
 Each chain starts from a fixed data-scaled point plus a N(0, jitter²) jitter
@@ -115,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), usageHead)
+		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
