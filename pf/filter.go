@@ -326,17 +326,6 @@ func (f *Filter) ensure(n, state, p, steps int) {
 	}
 }
 
-// hasObservation reports whether some component of rows [start, end) is
-// not NaN.
-func hasObservation(seq ssm.Sequence, start, end int) bool {
-	for _, v := range seq.Y[start*seq.Obs : end*seq.Obs] {
-		if v == v {
-			return true
-		}
-	}
-	return false
-}
-
 // Run filters observation rows [w.Start, w.End) of seq with kernel k
 // (dimensions d) and writes into stat (length h.Dim(), overwritten) the
 // smoothed estimate of
@@ -377,7 +366,7 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 	if err := w.Validate(seq.Len()); err != nil {
 		return Result{}, err
 	}
-	if !hasObservation(seq, w.Start, w.End) {
+	if !seq.Observed(w.Start, w.End) {
 		return Result{}, fmt.Errorf("%w: rows [%d,%d) are all missing", ErrNoObservations, w.Start, w.End)
 	}
 	var prop ssm.Proposer

@@ -24,6 +24,17 @@ func (s Sequence) Len() int {
 // At returns observation t (0-based) as a sub-slice of Y.
 func (s Sequence) At(t int) []float64 { return s.Y[t*s.Obs : (t+1)*s.Obs : (t+1)*s.Obs] }
 
+// Observed reports whether some component of rows [start, end) is not NaN
+// (missing). It scans the rows, so it costs O((end − start)·Obs).
+func (s Sequence) Observed(start, end int) bool {
+	for _, v := range s.Y[start*s.Obs : end*s.Obs] {
+		if v == v {
+			return true
+		}
+	}
+	return false
+}
+
 // Validate checks that the sequence is non-empty, rectangular and has the
 // given observation dimension (when obs > 0). It does not scan the values,
 // so that it costs O(1) even on a memory-mapped sequence of 10^9 steps; use

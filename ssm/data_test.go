@@ -37,6 +37,19 @@ func TestSequenceLenAt(t *testing.T) {
 	}
 }
 
+func TestSequenceObserved(t *testing.T) {
+	nan := math.NaN()
+	s := ssm.Sequence{Obs: 2, Y: []float64{nan, nan, nan, 4, nan, nan, nan, nan}}
+	for _, c := range []struct {
+		start, end int
+		want       bool
+	}{{0, 4, true}, {0, 1, false}, {1, 2, true}, {2, 4, false}, {1, 1, false}} {
+		if got := s.Observed(c.start, c.end); got != c.want {
+			t.Errorf("Observed(%d, %d) = %v, want %v", c.start, c.end, got, c.want)
+		}
+	}
+}
+
 func TestSequenceValidate(t *testing.T) {
 	good := ssm.Sequence{Obs: 2, Y: []float64{1, math.NaN(), 3, 4}}
 	for _, obs := range []int{0, 2} {

@@ -288,7 +288,7 @@ func loadData(c *config) (ssm.Dataset, error) {
 		return data, fmt.Errorf("%s: the models are univariate: %w", c.data, err)
 	}
 	for j, seq := range data.Sequences {
-		if !hasObservation(seq) {
+		if !seq.Observed(0, seq.Len()) {
 			return data, fmt.Errorf("%s: %s has no observed values (every cell is missing)", c.data, seqName(data, j))
 		}
 	}
@@ -313,16 +313,6 @@ func seqName(data ssm.Dataset, j int) string {
 		return fmt.Sprintf("sequence %q", data.IDs[j])
 	}
 	return fmt.Sprintf("sequence %d", j)
-}
-
-// hasObservation reports whether seq has at least one non-missing value.
-func hasObservation(seq ssm.Sequence) bool {
-	for _, v := range seq.Y {
-		if !math.IsNaN(v) {
-			return true
-		}
-	}
-	return false
 }
 
 // scaleWarning explains, for data whose scale the default priors do not
