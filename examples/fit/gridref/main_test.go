@@ -111,18 +111,7 @@ func TestPFScoreVsGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := make([]float64, 3)
-	exact := make([]float64, 3)
-	for i := range u {
-		const h = 1e-4
-		up, dn := append([]float64(nil), u...), append([]float64(nil), u...)
-		up[i] += h
-		dn[i] -= h
-		m.Constrain(th, up)
-		lu := gridLogLik(seq.Y, th[0], th[1], th[2], 400)
-		m.Constrain(th, dn)
-		exact[i] = (lu - gridLogLik(seq.Y, th[0], th[1], th[2], 400)) / (2 * h)
-	}
+	exact := gridScore(seq.Y, u, 400)
 	for _, guided := range []bool{true, false} {
 		k, err := models.SVM{Guided: guided}.Bind(u)
 		if err != nil {

@@ -13,6 +13,26 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
+// gridScore returns d/du log p(y | θ) of the SVM at u by central
+// differences (step 1e-4 in u) of the grid log-likelihood with g points.
+func gridScore(y, u []float64, g int) []float64 {
+	m := models.SVM{}
+	th := make([]float64, len(u))
+	ll := func(v []float64) float64 {
+		m.Constrain(th, v)
+		return gridLogLik(y, th[0], th[1], th[2], g)
+	}
+	score := make([]float64, len(u))
+	for i := range u {
+		const h = 1e-4
+		up, dn := append([]float64(nil), u...), append([]float64(nil), u...)
+		up[i] += h
+		dn[i] -= h
+		score[i] = (ll(up) - ll(dn)) / (2 * h)
+	}
+	return score
+}
+
 // scoreCheck compares particle estimates of the log-likelihood score
 // d/du log p(y | θ) at u with the grid's (central differences of the grid
 // log-likelihood, step 1e-4 in u). It prints, per coordinate of u, the mean
@@ -22,21 +42,7 @@ import (
 // difference from the grid in standard errors: the particle bias that
 // examples/fit/README.md measures.
 func scoreCheck(w io.Writer, seq ssm.Sequence, u []float64, g, reps, n int, seed uint64) error {
-	m := models.SVM{}
-	th := make([]float64, len(u))
-	ll := func(v []float64) float64 {
-		m.Constrain(th, v)
-		return gridLogLik(seq.Y, th[0], th[1], th[2], g)
-	}
-	exact := make([]float64, len(u))
-	for i := range u {
-		const h = 1e-4
-		up := append([]float64(nil), u...)
-		dn := append([]float64(nil), u...)
-		up[i] += h
-		dn[i] -= h
-		exact[i] = (ll(up) - ll(dn)) / (2 * h)
-	}
+	exact := gridScore(seq.Y, u, g)
 	fmt.Fprintf(w, "score of log p(y|theta) in u = (atanh phi, log sigma, log tau) at the mode\n")
 	fmt.Fprintf(w, "%-46s %8.2f %8.2f %8.2f\n", "grid (central differences)", exact[0], exact[1], exact[2])
 	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
