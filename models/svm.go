@@ -142,7 +142,9 @@ func (k *svmKernel) AddLogEmission(logw, y, x []float64) {
 		}
 		return
 	}
-	// fmath.ExpCore inlines into this loop: cheaper than math.Exp.
+	// e is fmath.Exp(−xv) written out, so that ExpCore inlines into this
+	// loop (as in AddScore): a call per particle to Exp, which is too big
+	// to inline, costs about 4% of the whole SVM gradient.
 	for i, xv := range x {
 		e := 0.0
 		if xv >= -709 && xv <= 708 {
@@ -187,7 +189,7 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 		return
 	}
 	h = h[:3*len(x)]
-	for i, xv := range x {
+	for i, xv := range x { // e = fmath.Exp(−xv) written out: see AddLogEmission
 		e := 0.0
 		if xv >= -709 && xv <= 708 {
 			e = fmath.ExpCore(-xv)
@@ -246,8 +248,9 @@ func (k *svmGuided) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
 	// −log q(x) = ½log(2π) − ½log P + z²/2 at x = mean + z/√P.
 	c := k.logNormT + k.logNormS + 0.5*math.Log(2*math.Pi)
 	// The same arithmetic as guided, a chunk of particles at a time, so
-	// the five exponentials per particle go through fmath.ExpTo: this is
-	// the filter's hot loop, and the batched exp is about twice as fast.
+	// the four exponentials per particle go through fmath.ExpTo: this is
+	// the filter's hot loop, and the batched passes pipeline across
+	// particles (a per-particle loop measured about 1.6 times slower).
 	var xb, xm, e [expChunk]float64
 	for lo := 0; lo < len(prev); lo += expChunk {
 		ps := prev[lo:min(lo+expChunk, len(prev))]
