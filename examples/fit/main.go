@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/report"
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
@@ -61,7 +62,8 @@ type config struct {
 	budget           time.Duration
 	chains           int
 	seed             uint64
-	method, proposal string
+	method           string
+	proposal         compare.ProposalFlag
 	ksdDraws         int
 	out              string
 	json, quiet      bool
@@ -124,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.S, "S", 40, "subsequence length S")
 	fs.IntVar(&c.B, "B", 10, "buffer length B on each side of the subsequence")
 	fs.IntVar(&c.N, "N", 1000, "number of particles")
-	fs.StringVar(&c.proposal, "proposal", "guided", "particle proposal: guided (each model's locally optimal or Laplace proposal) or bootstrap (the transition, as in the paper)")
+	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.full, "full", false, "use full-sequence gradients (S = T, no buffer) instead of subsequences")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients instead of a particle filter (lgssm only)")
 	fs.Float64Var(&c.eps, "eps", 0, "step size per observation: the sampler step is h = eps / T_total (default 40 for psgld, 0.25 for sgld, 0.05 for sghmc)")
@@ -159,11 +161,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 }
 
 func (c *config) validate() error {
+	if err := c.proposal.Check(); err != nil {
+		return err
+	}
 	switch {
 	case c.model != "lgssm" && c.model != "svm" && c.model != "garch":
 		return fmt.Errorf("unknown model %q (want lgssm, svm or garch)", c.model)
-	case c.proposal != "guided" && c.proposal != "bootstrap":
-		return fmt.Errorf("unknown proposal %q (want guided or bootstrap)", c.proposal)
 	case c.method != "sgld" && c.method != "psgld" && c.method != "sghmc":
 		return fmt.Errorf("unknown method %q (want sgld, psgld or sghmc)", c.method)
 	case c.kalman && c.model != "lgssm":
@@ -226,16 +229,6 @@ func samplingError(res *sgmcmc.Result, err error) error {
 	return errors.New(msg)
 }
 
-// pfProposal maps -proposal to the filter's setting: Auto uses the
-// model's own proposal when it has one (the LGSSM's and GARCH's locally
-// optimal ones; the SVM's Laplace proposal when newModel enabled it).
-func (c *config) pfProposal() pf.Proposal {
-	if c.proposal == "bootstrap" {
-		return pf.Bootstrap
-	}
-	return pf.Auto
-}
-
 // fitModel is a model with the helpers the program needs.
 type fitModel struct {
 	ssm.Model
@@ -244,7 +237,7 @@ type fitModel struct {
 	start func(v float64) []float64
 }
 
-func newModel(name string, guided bool) fitModel {
+func newModel(name string) fitModel {
 	switch name {
 	case "lgssm":
 		// Half of the variance to the latent AR(1), half to the noise.
@@ -259,7 +252,7 @@ func newModel(name string, guided bool) fitModel {
 		}}
 	}
 	// SVM: a persistent log-volatility with τ at the data's scale.
-	return fitModel{models.SVM{Guided: guided}, func(v float64) []float64 {
+	return fitModel{models.SVM{}, func(v float64) []float64 {
 		return []float64{0.9, 0.3, math.Sqrt(v)}
 	}}
 }
@@ -420,7 +413,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m := newModel(c.model, c.proposal == "guided")
+	m := newModel(c.model)
+	var prop pf.Proposal
+	m.Model, prop = c.proposal.Apply(m.Model)
 	names := m.ParamNames()
 	dims := m.Dims()
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
@@ -450,7 +445,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	set := gradient.Settings{
 		Subsequencer: gradient.Subsequencer{S: c.S, B: c.B, Sampling: gradient.Uniform},
-		PF:           pf.Settings{N: c.N, Proposal: c.pfProposal()},
+		PF:           pf.Settings{N: c.N, Proposal: prop},
 		Exact:        c.kalman,
 	}
 	if c.full {
@@ -582,7 +577,7 @@ func describeGradient(c *config) string {
 	if c.kalman {
 		return s + ", exact Kalman"
 	}
-	return s + fmt.Sprintf(", N = %d particles (%s proposal)", c.N, c.proposal)
+	return s + fmt.Sprintf(", N = %d particles (%s proposal)", c.N, c.proposal.String())
 }
 
 func writeText(w io.Writer, c *config, r result, T int) error {

@@ -96,7 +96,7 @@ Flags:`, stderr)
 		NHelp:      "particles of the gradient estimators",
 		BurnInHelp: "fraction of each chain's iterations discarded (0 keeps all)",
 	})
-	c.proposal.Register(fs)
+	c.proposal.Register(fs, "auto")
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with one column of returns")
 	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.segments, "segments", 26, "number of segments the series is cut into")

@@ -85,7 +85,7 @@ Flags:`, stderr)
 		NHelp:      "particles of the gradient estimators",
 		BurnInHelp: "fraction of each chain's iterations discarded before the KSD (0 keeps all)",
 	})
-	c.proposal.Register(fs)
+	c.proposal.Register(fs, "auto")
 	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.T, "T", 1000, "sequence length")
 	fs.IntVar(&c.ksdN, "ksdN", 1000, "particles of the full-sequence filter giving the KSD scores")

@@ -136,7 +136,7 @@ func TestProposalFlag(t *testing.T) {
 	} {
 		var p ProposalFlag
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
-		p.Register(fs)
+		p.Register(fs, "auto")
 		if err := fs.Parse([]string{"-proposal", c.arg}); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestProposalFlag(t *testing.T) {
 	}
 	var p ProposalFlag
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	p.Register(fs)
+	p.Register(fs, "auto")
 	fs.Parse([]string{"-proposal", "apf"})
 	if err := p.Check(); err == nil || !strings.Contains(err.Error(), `"apf"`) {
 		t.Errorf("-proposal apf: error %v", err)
