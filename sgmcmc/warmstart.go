@@ -3,7 +3,6 @@ package sgmcmc
 import (
 	"encoding"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 )
@@ -68,20 +67,20 @@ func (w *WarmStart) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary restores a state written by MarshalBinary (after Init).
 func (w *WarmStart) UnmarshalBinary(b []byte) error {
-	bad := errors.New("truncated or malformed state")
+	bad := fmt.Errorf("%w: WarmStart: truncated or malformed state", ErrCheckpoint)
 	if len(b) < 8 {
-		return fmt.Errorf("%w: WarmStart: %w", ErrCheckpoint, bad)
+		return bad
 	}
 	k := binary.LittleEndian.Uint64(b)
 	b = b[8:]
 	for _, m := range []Method{w.Optimizer, w.Sampler} {
 		if len(b) < 8 {
-			return fmt.Errorf("%w: WarmStart: %w", ErrCheckpoint, bad)
+			return bad
 		}
 		n := binary.LittleEndian.Uint64(b)
 		b = b[8:]
 		if n > uint64(len(b)) {
-			return fmt.Errorf("%w: WarmStart: %w", ErrCheckpoint, bad)
+			return bad
 		}
 		mu, ok := m.(encoding.BinaryUnmarshaler)
 		if !ok {
@@ -92,8 +91,8 @@ func (w *WarmStart) UnmarshalBinary(b []byte) error {
 		}
 		b = b[n:]
 	}
-	if len(b) != 0 || k > uint64(1<<62) {
-		return fmt.Errorf("%w: WarmStart: %w", ErrCheckpoint, bad)
+	if len(b) != 0 || k > 1<<62 {
+		return bad
 	}
 	w.k = int(k)
 	return nil
