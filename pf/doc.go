@@ -35,8 +35,9 @@
 // identity).
 //
 // Missing observations (NaN components) contribute weight 1 (the kernel
-// adds 0); a window with no observation at all is an error
-// (ErrNoObservations). A step at which every weight is zero, infinite or
+// adds 0). A window with no observation at all is valid: the particles
+// are propagated, the log-likelihood is 0 and the statistic holds only
+// the transition (and initial) terms. A step at which every weight is zero, infinite or
 // NaN is an error (*DegeneracyError), as is a non-finite result
 // (ErrNonFinite); NaN is never returned silently.
 //

@@ -114,6 +114,13 @@ type Settings struct {
 	Proposal Proposal
 	// Diagnostics keeps the per-step ESS and resampling flags in Result.
 	Diagnostics bool
+	// Sorted resamples the particles in the order of their first state
+	// component instead of their index order. The scheme's output is then
+	// a nearly continuous function of the weights: two runs with the same
+	// random numbers at nearby parameters pick nearby particles, so their
+	// difference is small (common random numbers, as control-variate
+	// gradients need). It costs one sort of N keys per resampling.
+	Sorted bool
 	// Initial, when non-nil, fills the N×State block x with the initial
 	// particles instead of Kernel.SampleInitial (a caller-chosen law for
 	// the state before the window). The initial-state term of the
@@ -127,8 +134,12 @@ var (
 	// ErrDegenerate is wrapped by *DegeneracyError: at some step every
 	// particle weight is zero, infinite or NaN.
 	ErrDegenerate = errors.New("pf: particle weights collapsed")
-	// ErrNoObservations is returned when every observation component in
-	// the window is missing (NaN): there is nothing to filter.
+	// ErrNoObservations is no longer returned: a window whose rows are
+	// all missing (NaN) is valid. The filter propagates the particles,
+	// the log-likelihood is 0 and the statistic has only transition
+	// terms. The value is kept so that code comparing against it builds.
+	//
+	// Deprecated: Run never returns it.
 	ErrNoObservations = errors.New("pf: window holds no observations")
 	// ErrNoProposal is returned for Proposal Guided with a kernel that is
 	// not an ssm.Proposer.
@@ -233,6 +244,9 @@ type Filter struct {
 
 	ess       []float64
 	resampled []bool
+
+	sortKeys []uint64  // Sorted: order-preserving keys with the index in the low bits
+	sortW    []float64 // Sorted: weights in sorted order
 }
 
 // New returns a Filter after validating s.
@@ -292,6 +306,10 @@ func (f *Filter) ensure(n, state, p, steps int) {
 	f.logw = grow(f.logw, n)
 	f.w = grow(f.w, n)
 	f.anc = growInt(f.anc, n)
+	if f.set.Sorted {
+		f.sortKeys = growUint(f.sortKeys, n)
+		f.sortW = grow(f.sortW, n)
+	}
 	f.h = grow(f.h, n*p)
 	f.hNext = grow(f.hNext, n*p)
 	f.hbar = grow(f.hbar, p)
@@ -340,7 +358,7 @@ func (f *Filter) ensure(n, state, p, steps int) {
 // log-likelihood is wanted.
 //
 // Errors: ssm.ErrData and ssm.ErrWindow for a malformed sequence or
-// window, ErrNoObservations, ErrNoProposal, ErrNoTransitionDensity, a
+// window, ErrNoProposal, ErrNoTransitionDensity, a
 // *DegeneracyError (errors.Is ErrDegenerate) naming the step where the
 // weights collapsed, ErrNonFinite, and the context's error (wrapped) when
 // ctx is done; the context is checked before each step. Run panics when
@@ -365,9 +383,6 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 	}
 	if err := w.Validate(seq.Len()); err != nil {
 		return Result{}, err
-	}
-	if !seq.Observed(w.Start, w.End) {
-		return Result{}, fmt.Errorf("%w: rows [%d,%d) are all missing", ErrNoObservations, w.Start, w.End)
 	}
 	var prop ssm.Proposer
 	switch f.set.Proposal {
@@ -447,7 +462,11 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 
 		prev := f.x
 		if resampled {
-			resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
+			if f.set.Sorted {
+				f.sortedResample(s, rng)
+			} else {
+				resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
+			}
 			gather(f.xAnc, f.x, f.anc, s)
 			prev = f.xAnc
 			clear(f.logw)

@@ -290,9 +290,10 @@ func TestMissing(t *testing.T) {
 	for i := 60; i < 70; i++ {
 		seq.Y[i] = math.NaN()
 	}
-	_, err := f.Run(context.Background(), testAR1, ar1Dims, seq, ssm.Window{Start: 60, End: 70, KeepStart: 60, KeepEnd: 70}, moments{}, make([]float64, 3), rand.New(rand.NewPCG(1, 1)))
-	if !errors.Is(err, pf.ErrNoObservations) {
-		t.Errorf("all-missing window: error %v, want ErrNoObservations", err)
+	// A window of only missing rows is valid: log-likelihood exactly 0.
+	res, err := f.Run(context.Background(), testAR1, ar1Dims, seq, ssm.Window{Start: 60, End: 70, KeepStart: 60, KeepEnd: 70}, moments{}, make([]float64, 3), rand.New(rand.NewPCG(1, 1)))
+	if err != nil || res.LogLik != 0 {
+		t.Errorf("all-missing window: log-likelihood %v, error %v; want 0, nil", res.LogLik, err)
 	}
 }
 
