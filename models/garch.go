@@ -372,7 +372,14 @@ func (k *garchKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 		r := x[i*garchState : (i+1)*garchState : (i+1)*garchState]
 		hi := h[i*garchParams : (i+1)*garchParams : (i+1)*garchParams]
 		xt, s2 := r[garchX], r[garchS2]
-		c := w * (xt*xt - s2) / (2 * s2 * s2)
+		// (x² − σ²)/(2σ⁴) as (x·(x/σ²) − 1)/(2σ²): σ⁴ overflows from
+		// σ² ≈ 1.3e154, which would make a finite score 0.
+		c := w * (xt*(xt/s2) - 1) / (2 * s2)
+		if c > math.MaxFloat64 || c < -math.MaxFloat64 {
+			// A state whose transition density underflows (x² ≫ σ²):
+			// keep c finite so that a zero tangent entry adds 0, not NaN.
+			c = math.Copysign(math.MaxFloat64, c)
+		}
 		hi[0] += c * r[garchTan]
 		hi[1] += c * r[garchTan+1]
 		hi[2] += c * r[garchTan+2]
@@ -430,7 +437,7 @@ func (k *garchKernel) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
 		k.stepRow(r, prev[lo:hi:hi])
 		s2 := r[garchS2]
 		v := s2 + t2
-		f := s2 / v
+		f := 1 / (1 + t2/s2) // s2/v, and 1 (not Inf/Inf) when σ² overflows
 		r[garchX] = f*yt + math.Sqrt(f*t2)*rng.NormFloat64()
 		logw[i] += -garchHalfLog2Pi - 0.5*math.Log(v) - 0.5*y2/v
 	}
@@ -448,8 +455,7 @@ func (k *garchKernel) LogProposal(x, prev, y []float64) float64 {
 	if math.IsNaN(y[0]) {
 		return -garchHalfLog2Pi - 0.5*math.Log(s2) - 0.5*xt*xt/s2
 	}
-	v := s2 + k.tau2
-	f := s2 / v
+	f := 1 / (1 + k.tau2/s2) // s2/(s2+τ²)
 	vv := f * k.tau2
 	e := xt - f*y[0]
 	return -garchHalfLog2Pi - 0.5*math.Log(vv) - 0.5*e*e/vv

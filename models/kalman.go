@@ -298,6 +298,9 @@ func (ws *kalmanWork) forward(k *Kalman, seq ssm.Sequence, start, end int, store
 			s := P[i*d+i] + R[i]
 			v := yi - m[i]
 			ll -= 0.5 * (log2Pi + math.Log(s) + v*v/s)
+			if ll < -math.MaxFloat64 {
+				return 0, kfOverflow(start+kk-1, i, yi)
+			}
 			copy(col, P[i*d:(i+1)*d]) // row i = column i by symmetry
 			vs, is := v/s, 1/s
 			for a := 0; a < d; a++ {
@@ -373,11 +376,16 @@ func (ws *kalmanWork) backward(k *Kalman) {
 
 // expectedScore runs filter and smoother and accumulates the statistic
 // (see Kalman.ExpectedScore). dst nil: log-likelihood only.
-func (ws *kalmanWork) expectedScore(k *Kalman, dst *KalmanGrad, seq ssm.Sequence, w ssm.Window) (float64, error) {
+func (ws *kalmanWork) expectedScore(k *Kalman, dst *KalmanGrad, seq ssm.Sequence, w ssm.Window) (_ float64, err error) {
 	ll, err := ws.forward(k, seq, w.Start, w.End, dst != nil)
 	if err != nil || dst == nil {
 		return ll, err
 	}
+	defer func() {
+		if err == nil {
+			err = kfCheckGrad(dst, seq, w)
+		}
+	}()
 	ws.backward(k)
 	d, d2 := ws.d, ws.d*ws.d
 	A, Q, R := k.A, k.Q, k.R
@@ -503,6 +511,9 @@ func (ws *kalmanWork) forward1(k *Kalman, seq ssm.Sequence, start, end int, stor
 			v := y - m
 			is := 1 / s
 			quad += v * v * is
+			if quad > math.MaxFloat64 {
+				return 0, kfOverflow(start+i, 0, y)
+			}
 			prod *= s
 			if prod > 1e250 || prod < 1e-250 {
 				logs += math.Log(prod)
@@ -650,3 +661,33 @@ func kfCholSolve(dst, l, b []float64, d int, v []float64) {
 }
 
 func kfFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// kfOverflow is the error for an observation whose squared standardised
+// deviation overflows float64: the log-likelihood is below −1.8e308, so
+// nothing finite can be returned.
+func kfOverflow(row, comp int, y float64) error {
+	return fmt.Errorf("%w: observation row %d component %d = %g: its squared deviation overflows float64 (the Kalman log-likelihood underflows to -Inf); rescale the data", ssm.ErrData, row, comp, y)
+}
+
+// kfCheckGrad reports a non-finite smoothed statistic (second moments of
+// states of order 1e154 and more overflow), naming the observation of
+// largest magnitude in the window.
+func kfCheckGrad(g *KalmanGrad, seq ssm.Sequence, w ssm.Window) error {
+	for _, s := range [][]float64{g.A, g.Q, g.R, g.M0, g.P0} {
+		for _, v := range s {
+			if kfFinite(v) {
+				continue
+			}
+			row, comp, big := -1, 0, 0.0
+			for t := w.Start; t < w.End; t++ {
+				for i, y := range seq.At(t) {
+					if math.Abs(y) > big {
+						row, comp, big = t, i, math.Abs(y)
+					}
+				}
+			}
+			return fmt.Errorf("%w: the Kalman score over rows [%d,%d) is not finite (%v); the largest observation, row %d component %d = %g, is too large for float64 second moments; rescale the data", ssm.ErrData, w.Start, w.End, v, row, comp, seq.At(max(row, w.Start))[comp])
+		}
+	}
+	return nil
+}

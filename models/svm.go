@@ -94,6 +94,7 @@ func (k *svmKernel) Rebind(u []float64) error {
 		scalarAR1: ar,
 		invT2:     1 / ar.t2,
 		logNormT:  -0.5*math.Log(2*math.Pi) - math.Log(ar.tau),
+		logHalfT2: -math.Ln2 - 2*math.Log(ar.tau),
 	}
 	return nil
 }
@@ -106,9 +107,41 @@ func (m SVM) Simulate(T int, u []float64, rng *rand.Rand) (x []float64, y ssm.Se
 // svmKernel is SVM bound at one u.
 type svmKernel struct {
 	scalarAR1
-	invT2    float64 // 1/τ²
-	logNormT float64 // −½ log(2πτ²)
+	invT2     float64 // 1/τ²
+	logNormT  float64 // −½ log(2πτ²)
+	logHalfT2 float64 // log(1/(2τ²))
 }
+
+// logA returns log a = log(y²/(2τ²)) computed in logs, so that it is
+// finite for every finite y ≠ 0 (y² itself overflows from |y| ≈ 1.3e154
+// and underflows below 1e-162), and −Inf for y = 0.
+//
+// The emission term a·e^(−x) is then always formed as e^(log a − x):
+// never 0·Inf = NaN (y = 0 with x < −709, as after a run of zero
+// returns), and finite whenever the product is representable, however
+// large or small y and x are separately.
+func (k *svmKernel) logA(y float64) float64 {
+	if y == 0 {
+		return math.Inf(-1)
+	}
+	return 2*math.Log(math.Abs(y)) + k.logHalfT2
+}
+
+// expShifted returns e^(la − x) (fmath.Exp written out so that ExpCore
+// inlines into the callers' loops).
+func expShifted(la, x float64) float64 {
+	v := la - x
+	if v >= -708 && v <= 709 {
+		return fmath.ExpCore(v)
+	}
+	return math.Exp(v)
+}
+
+// aeMax caps a·e^(−x) inside the guided proposal's Newton steps: beyond
+// it the step is 1 to working precision, and the cap keeps the arithmetic
+// finite (Inf/Inf = NaN) for states so far below the data's level that
+// the product overflows. The weights use the uncapped value.
+const aeMax = 1e300
 
 var (
 	_ ssm.Model             = SVM{}
@@ -133,44 +166,50 @@ func (k *svmKernel) AddLogEmission(logw, y, x []float64) {
 	if math.IsNaN(yv) {
 		return
 	}
-	c, q := k.logNormT, 0.5*yv*yv*k.invT2
+	c := k.logNormT
 	x = x[:len(logw)]
-	if q == 0 {
-		// y = 0: skip the exp, whose overflow would make 0·Inf = NaN.
+	if yv == 0 {
+		// y = 0: the term a·e^(−x) is exactly 0 for every finite x.
 		for i := range logw {
 			logw[i] += c - 0.5*x[i]
 		}
 		return
 	}
-	// e is fmath.Exp(−xv) written out, so that ExpCore inlines into this
-	// loop (as in AddScore): a call per particle to Exp, which is too big
-	// to inline, costs about 4% of the whole SVM gradient.
+	// a·e^(−x) = e^(log a − x) (see logA), with the exponential written
+	// out so that ExpCore inlines into this loop (as in AddScore): a call
+	// per particle to fmath.Exp, too big to inline, costs about 4% of the
+	// whole SVM gradient.
+	la := k.logA(yv)
 	for i, xv := range x {
+		v := la - xv
 		e := 0.0
-		if xv >= -709 && xv <= 708 {
-			e = fmath.ExpCore(-xv)
+		if v >= -708 && v <= 709 {
+			e = fmath.ExpCore(v)
 		} else {
-			e = math.Exp(-xv)
+			e = math.Exp(v)
 		}
-		logw[i] += c - 0.5*xv - q*e
+		logw[i] += c - 0.5*xv - e
 	}
 }
 
 // expChunk is the stack buffer length for batched exponentials.
 const expChunk = 256
 
-// negExp returns e^(−x) for the (at most expChunk) values xs, in buf.
-func negExp(buf *[expChunk]float64, xs []float64) []float64 {
+// shiftedExp returns e^(la − x) for the (at most expChunk) values xs, in
+// buf.
+func shiftedExp(buf *[expChunk]float64, la float64, xs []float64) []float64 {
 	e := buf[:len(xs)]
 	for i, xv := range xs {
-		e[i] = -xv
+		e[i] = la - xv
 	}
 	fmath.ExpTo(e, e)
 	return e
 }
 
 // AddScore implements ssm.Kernel. The emission adds
-// ∂/∂u_3 log p(y|x) = y² e^(−x)/τ² − 1.
+// ∂/∂u_3 log p(y|x) = y² e^(−x)/τ² − 1 = 2e^(log a − x) − 1 (see logA):
+// −1 for y = 0 whatever x, finite whenever y² e^(−x)/τ² is representable,
+// and +Inf (never NaN) only where log p(y|x) itself is −Inf.
 func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 	k.addLatentScore(h, w, x, prev)
 	if prev == nil {
@@ -181,22 +220,23 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 	if math.IsNaN(yv) {
 		return
 	}
-	q := yv * yv * k.invT2
-	if q == 0 {
+	if yv == 0 {
 		for i := range x {
 			h[3*i+2] -= w
 		}
 		return
 	}
+	la := k.logA(yv) + math.Ln2 // log(y²/τ²)
 	h = h[:3*len(x)]
-	for i, xv := range x { // e = fmath.Exp(−xv) written out: see AddLogEmission
+	for i, xv := range x { // e = e^(la − xv) written out: see AddLogEmission
+		v := la - xv
 		e := 0.0
-		if xv >= -709 && xv <= 708 {
-			e = fmath.ExpCore(-xv)
+		if v >= -708 && v <= 709 {
+			e = fmath.ExpCore(v)
 		} else {
-			e = math.Exp(-xv)
+			e = math.Exp(v)
 		}
-		h[3*i+2] += w * (q*e - 1)
+		h[3*i+2] += w * (e - 1)
 	}
 }
 
@@ -215,17 +255,22 @@ func (k *svmKernel) AddScore(h []float64, w float64, y, x, prev []float64) {
 // would leave the particles in the wrong place. The incremental weight is
 // the exact log p(y|x) + log p(x|x_{t−1}) − log q(x|x_{t−1}, y), so the
 // filter stays consistent whatever the quality of the approximation; a
-// missing y gives the transition and weight 0.
+// missing y gives the transition and weight 0. a·e^(−x) is formed as
+// e^(log a − x) (see svmKernel.logA), so y = 0 (a = 0) gives the exact
+// proposal N(x̄ − σ²/2, σ²) and finite weights for every finite state, and
+// the Newton steps cap a·e^(−x) at aeMax so that a state far below the
+// data's level gives a −Inf weight, never NaN.
 type svmGuided struct{ svmKernel }
 
 var _ ssm.Proposer = (*svmGuided)(nil)
 
-// guided returns the proposal mean and precision for x̄ and a.
-func (k *svmGuided) guided(xbar, a float64) (mean, prec float64) {
+// guided returns the proposal mean and precision for x̄ and la = log a
+// (see logA).
+func (k *svmGuided) guided(xbar, la float64) (mean, prec float64) {
 	is2 := 1 / k.s2
 	x, prec := xbar, 0.0
 	for it := 0; it < 3; it++ {
-		ae := a * fmath.Exp(-x)
+		ae := min(expShifted(la, x), aeMax)
 		prec = is2 + ae
 		x += (ae - 0.5 - (x-xbar)*is2) / prec
 	}
@@ -243,7 +288,7 @@ func (k *svmGuided) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
 		k.SampleTransition(x, prev, rng)
 		return
 	}
-	a := 0.5 * yv * yv * k.invT2
+	la := k.logA(yv) // a = y²/(2τ²) = e^la; a·e^(−x) is always e^(la − x)
 	phi, hs2, is2 := k.phi, k.halfInvS2, 1/k.s2
 	// −log q(x) = ½log(2π) − ½log P + z²/2 at x = mean + z/√P.
 	c := k.logNormT + k.logNormS + 0.5*math.Log(2*math.Pi)
@@ -260,15 +305,15 @@ func (k *svmGuided) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
 			xs[i] = xbs[i]
 		}
 		for it := 0; it < 3; it++ {
-			negExp(&e, xs)
+			shiftedExp(&e, la, xs)
 			for i, ev := range es {
-				ae := a * ev
+				ae := min(ev, aeMax)
 				xs[i] += (ae - 0.5 - (xs[i]-xbs[i])*is2) / (is2 + ae)
 			}
 		}
 		xo := x[lo : lo+len(ps)]
 		for i, ev := range es {
-			prec := is2 + a*ev // the curvature at x₂, as in guided
+			prec := is2 + min(ev, aeMax) // the curvature at x₂, as in guided
 			sd := 1 / math.Sqrt(prec)
 			z := rng.NormFloat64()
 			xv := xs[i] + sd*z
@@ -285,10 +330,10 @@ func (k *svmGuided) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
 			r := xv - xbs[i]
 			es[i] = c - 0.5*lp + 0.5*z*z - 0.5*xv - hs2*r*r
 		}
-		negExp(&xm, xo)
+		shiftedExp(&xm, la, xo)
 		lw := logw[lo : lo+len(ps)]
 		for i, ev := range xm[:len(ps)] {
-			lw[i] += es[i] - a*ev
+			lw[i] += es[i] - ev
 		}
 	}
 }
@@ -303,7 +348,7 @@ func (k *svmGuided) LogProposal(x, prev, y []float64) float64 {
 		r := x[0] - xbar
 		return k.logNormS - k.halfInvS2*r*r
 	}
-	mean, prec := k.guided(xbar, 0.5*y[0]*y[0]*k.invT2)
+	mean, prec := k.guided(xbar, k.logA(y[0]))
 	r := x[0] - mean
 	return -0.5*math.Log(2*math.Pi) + 0.5*math.Log(prec) - 0.5*prec*r*r
 }
