@@ -108,6 +108,9 @@ func New(m ssm.Model, data ssm.Dataset, s Settings) (*Estimator, error) {
 		return nil, fmt.Errorf("%w: empty data set", ssm.ErrData)
 	}
 	d := m.Dims()
+	if data.IDs != nil && len(data.IDs) != len(data.Sequences) {
+		return nil, fmt.Errorf("gradient: %w: %d ids for %d sequences", ssm.ErrData, len(data.IDs), len(data.Sequences))
+	}
 	total := 0
 	for j, seq := range data.Sequences {
 		if err := seq.Validate(d.Obs); err != nil {
@@ -333,14 +336,24 @@ func (s *score) Add(h []float64, w float64, y, x, prev []float64) {
 // of sequence j (no subsequence draw): Σ_{t∈[KeepStart,KeepEnd)} w_t
 // E[h_t | y_window] by the particle filter, or exactly with Settings.Exact.
 // It returns the window log-likelihood estimate. Experiments that study
-// the estimator for a fixed subsequence use it. rng may be nil with Exact.
+// the estimator for a fixed subsequence use it. The window is used
+// exactly as given (its buffers need not be Settings.B long); an invalid
+// one is an ssm.ErrWindow error naming the sequence. rng may be nil with
+// Exact; for the particle filter it is an ErrSettings error, as are grad
+// or u not of length Dims().Param (nothing is truncated).
 func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.Window, rng *rand.Rand) (float64, error) {
 	if j < 0 || j >= len(e.data.Sequences) {
 		return math.NaN(), fmt.Errorf("gradient: sequence index %d out of range [0,%d)", j, len(e.data.Sequences))
 	}
+	if len(grad) != e.dims.Param || len(u) != e.dims.Param {
+		return math.NaN(), fmt.Errorf("%w: Fixed: len(grad) = %d, len(u) = %d, want %d", ErrSettings, len(grad), len(u), e.dims.Param)
+	}
+	if e.exact == nil && rng == nil {
+		return math.NaN(), fmt.Errorf("%w: Fixed needs a random generator for the particle filter (rng is nil)", ErrSettings)
+	}
 	seq := e.data.Sequences[j]
 	if err := w.Validate(seq.Len()); err != nil {
-		return math.NaN(), err
+		return math.NaN(), fmt.Errorf("gradient: Fixed: sequence %d of length %d: %w", j, seq.Len(), err)
 	}
 	sl := &e.slots[0]
 	saved := sl.window.Weights

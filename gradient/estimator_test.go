@@ -362,16 +362,17 @@ func TestEstimatorErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %v", name, err, c.want)
 		}
 	}
-	// A window of only missing data.
+	// A window of only missing data
 	miss := ssm.Sequence{Obs: 1, Y: append([]float64(nil), y.Y...)}
 	for i := 40; i < 60; i++ {
 		miss.Y[i] = math.NaN()
 	}
 	e := newEst(t, m, miss, gradient.Settings{Subsequencer: gradient.Subsequencer{S: 10}, PF: pf.Settings{N: 100}})
 	g := make([]float64, 3)
-	_, err := e.Fixed(ctx, g, u, 0, ssm.Window{Start: 40, End: 60, KeepStart: 45, KeepEnd: 55}, rand.New(rand.NewPCG(1, 1)))
-	if !errors.Is(err, pf.ErrNoObservations) {
-		t.Errorf("all-missing window: err = %v, want pf.ErrNoObservations", err)
+	// is valid: log-likelihood 0, transition terms only (TestGaps).
+	ll, err := e.Fixed(ctx, g, u, 0, ssm.Window{Start: 40, End: 60, KeepStart: 45, KeepEnd: 55}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || ll != 0 {
+		t.Errorf("all-missing window: log-likelihood %v, err = %v; want 0, nil", ll, err)
 	}
 	// Weight collapse: an SVM with tiny τ and an outlier.
 	sv := models.SVM{}

@@ -153,3 +153,30 @@ func TestSVMZeroExact(t *testing.T) {
 		}
 	}
 }
+
+// TestSVMGuidedFarBelow: particles thousands below the level of a
+// non-zero return (after a long run of zeros with a large σ) get a guided
+// proposal near the mode and a finite weight, equal to log p(y|x) +
+// log p(x|x') − log q(x|x', y) from the kernel's own densities.
+func TestSVMGuidedFarBelow(t *testing.T) {
+	m := models.SVM{Guided: true}
+	u, _ := m.Params(0.99, 8, 1)
+	k, _ := m.Bind(u)
+	prop := k.(ssm.Proposer)
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, p := range []float64{-3000, -800, -100} {
+		for _, yv := range []float64{0.01, 1, 1e100} {
+			prev, y := []float64{p}, []float64{yv}
+			x, lw := []float64{0}, []float64{0}
+			prop.Propose(x, lw, prev, y, rng)
+			want := []float64{0}
+			k.AddLogEmission(want, y, x)
+			tr := []float64{0}
+			k.LogTransitions(tr, x, prev)
+			want[0] += tr[0] - prop.LogProposal(x, prev, y)
+			if math.IsNaN(lw[0]) || math.IsInf(lw[0], 0) || math.Abs(lw[0]-want[0]) > 1e-9*math.Max(1, math.Abs(want[0])) {
+				t.Errorf("prev %v, y %v: x = %v, weight %.12g, densities give %.12g", p, yv, x[0], lw[0], want[0])
+			}
+		}
+	}
+}

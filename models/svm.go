@@ -143,6 +143,26 @@ func expShifted(la, x float64) float64 {
 // the product overflows. The weights use the uncapped value.
 const aeMax = 1e300
 
+// svmFarBelow reports that a·e^(−x̄) = ev is so large against the prior
+// precision is2 that Newton from x̄ would crawl (each step moves x by
+// about 1 while a·e^(−x) dominates): after a long run of zero returns
+// the particles sit far below the level of the next non-zero return.
+// Ordinary data never get here (it takes a return of over 100 sds).
+func svmFarBelow(ev, is2 float64) bool { return ev > 1e3*(1+is2) }
+
+// svmStart is the starting point of the guided Newton steps when
+// svmFarBelow: the mode solves a·e^(−x) = ½ + (x − x̄)/σ², i.e. the fixed
+// point of x ↦ log a − log(½ + (x − x̄)/σ²), a contraction with factor
+// 1/(σ²/2 + x − x̄) ≪ 1 there; four iterations from log a leave the
+// Newton steps a small correction.
+func svmStart(la, xbar, is2 float64) float64 {
+	x := max(la, xbar)
+	for range 4 {
+		x = max(la-math.Log(0.5+(x-xbar)*is2), xbar)
+	}
+	return x
+}
+
 var (
 	_ ssm.Model             = SVM{}
 	_ ssm.TransitionBounder = (*svmKernel)(nil)
@@ -270,7 +290,12 @@ func (k *svmGuided) guided(xbar, la float64) (mean, prec float64) {
 	is2 := 1 / k.s2
 	x, prec := xbar, 0.0
 	for it := 0; it < 3; it++ {
-		ae := min(expShifted(la, x), aeMax)
+		ev := expShifted(la, x)
+		if it == 0 && svmFarBelow(ev, is2) {
+			x = svmStart(la, xbar, is2)
+			ev = expShifted(la, x)
+		}
+		ae := min(ev, aeMax)
 		prec = is2 + ae
 		x += (ae - 0.5 - (x-xbar)*is2) / prec
 	}
@@ -307,6 +332,11 @@ func (k *svmGuided) Propose(x, logw, prev, y []float64, rng *rand.Rand) {
 		for it := 0; it < 3; it++ {
 			shiftedExp(&e, la, xs)
 			for i, ev := range es {
+				if it == 0 && svmFarBelow(ev, is2) { // rare: see svmStart
+					xs[i] = svmStart(la, xbs[i], is2)
+					ev = expShifted(la, xs[i])
+					es[i] = ev
+				}
 				ae := min(ev, aeMax)
 				xs[i] += (ae - 0.5 - (xs[i]-xbs[i])*is2) / (is2 + ae)
 			}
