@@ -15,7 +15,36 @@ var (
 	ErrTooFew = errors.New("ksd: too few samples")
 	// ErrNonFinite is wrapped by every *NonFiniteError.
 	ErrNonFinite = errors.New("ksd: non-finite input")
+	// ErrOverflow is returned when the inputs are finite but the Stein
+	// kernel sums overflow float64 (scores or samples of magnitude about
+	// 1e154 and more): the discrepancy cannot be represented, and NaN or
+	// +Inf is never returned in its place.
+	ErrOverflow = errors.New("ksd: overflow in the Stein kernel")
 )
+
+// checkOverflow returns nil when every value of vals is finite, and else
+// an error wrapping ErrOverflow naming the input entry of largest
+// magnitude (the likely culprit).
+func checkOverflow(vals, x, score []float64, dim int) error {
+	for d, v := range vals {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			continue
+		}
+		name, idx, big := "score", 0, -1.0
+		for _, in := range [...]struct {
+			name string
+			v    []float64
+		}{{"x", x}, {"score", score}} {
+			for i, w := range in.v {
+				if math.Abs(w) > big {
+					name, idx, big = in.name, i, math.Abs(w)
+				}
+			}
+		}
+		return fmt.Errorf("%w: coordinate %d is %v (largest input |%s[%d, %d]| = %g); rescale the parameters or scores", ErrOverflow, d, v, name, idx/dim, idx%dim, big)
+	}
+	return nil
+}
 
 // NonFiniteError names the first NaN or ±Inf entry found in an input.
 type NonFiniteError struct {

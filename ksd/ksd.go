@@ -127,7 +127,9 @@ const nBlocks = 64
 // gradients). It takes O(K² dim) time and O(dim) memory per block.
 //
 // Errors wrap ErrShape (lengths inconsistent with dim), ErrTooFew (K = 0, or K < 2
-// for U), ErrKernel, or ErrNonFinite (a *NonFiniteError naming the entry).
+// for U), ErrKernel, ErrNonFinite (a *NonFiniteError naming the entry), or
+// ErrOverflow (finite inputs, such as scores of 1e200, whose Stein kernel
+// overflows float64).
 func Compute(x, score []float64, dim int, s *Settings) (*Result, error) {
 	var set Settings
 	if s != nil {
@@ -167,7 +169,11 @@ func Compute(x, score []float64, dim int, s *Settings) (*Result, error) {
 			sq[d] = 2 * off[d] / (fn * (fn - 1))
 		}
 	}
-	return newResult(set.Statistic, n, dim, sq), nil
+	r := newResult(set.Statistic, n, dim, sq)
+	if err := checkOverflow(append(sq, r.KSD), x, score, dim); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // ComputeDense is Compute for samples and scores held as K×d matrices.
@@ -248,6 +254,13 @@ func ComputeLinear(x, score []float64, dim int, k IMQ) (*Result, error) {
 			continue
 		}
 		r.StdErr[d] = math.Sqrt(m2[d] / float64(p-1) / float64(p))
+	}
+	vals := append(append([]float64(nil), mean...), r.KSD)
+	if p >= 2 {
+		vals = append(vals, r.StdErr...)
+	}
+	if err := checkOverflow(vals, x, score, dim); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
