@@ -100,6 +100,15 @@ func (r *Result) Joint() float64 {
 	return root(s)
 }
 
+// ksdNaNOK maps the documented NaN of Result.KSD (a negative estimate)
+// to 0 for the overflow check, keeping ±Inf.
+func ksdNaNOK(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
 func root(v float64) float64 {
 	if v < 0 {
 		return math.NaN()
@@ -170,7 +179,9 @@ func Compute(x, score []float64, dim int, s *Settings) (*Result, error) {
 		}
 	}
 	r := newResult(set.Statistic, n, dim, sq)
-	if err := checkOverflow(append(sq, r.KSD), x, score, dim); err != nil {
+	// KSD is NaN by design when some U estimate is negative; only the
+	// estimates themselves (and an infinite KSD) signal overflow.
+	if err := checkOverflow(append(sq, ksdNaNOK(r.KSD)), x, score, dim); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -255,7 +266,7 @@ func ComputeLinear(x, score []float64, dim int, k IMQ) (*Result, error) {
 		}
 		r.StdErr[d] = math.Sqrt(m2[d] / float64(p-1) / float64(p))
 	}
-	vals := append(append([]float64(nil), mean...), r.KSD)
+	vals := append(append([]float64(nil), mean...), ksdNaNOK(r.KSD))
 	if p >= 2 {
 		vals = append(vals, r.StdErr...)
 	}
