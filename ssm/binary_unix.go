@@ -15,6 +15,11 @@ func mapFile(f *os.File, path string, size, obs int) (*MappedSequence, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "mmap", Path: path, Err: err}
 	}
+	// A filter reads a window of a few hundred rows at a random place:
+	// tell the kernel not to read ahead around each fault, so a window
+	// does not pull in megabytes of the file (Linux; elsewhere adviseRandom
+	// does nothing). The advice only tunes paging, so a failure is ignored.
+	_ = adviseRandom(data)
 	// mmap returns page-aligned memory, so the float64s are aligned; the
 	// host is little-endian (checked by OpenBinary), so the bytes are the
 	// values.
@@ -23,3 +28,8 @@ func mapFile(f *os.File, path string, size, obs int) (*MappedSequence, error) {
 }
 
 func unmap(data []byte) error { return syscall.Munmap(data) }
+
+// adviseRandom gives the kernel the random-access hint (MADV_RANDOM) for a
+// mapping. syscall.Madvise exists only on Linux, where binary_linux.go
+// sets it; on other Unix systems it is a no-op.
+var adviseRandom = func([]byte) error { return nil }

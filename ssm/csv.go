@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // ParseError reports malformed CSV input. It wraps ErrData, so
@@ -40,8 +41,10 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // observation component, fields separated by commas (RFC 4180 quoting).
 //
 // The first row is a header, and is skipped, when any of its cells is
-// neither a number nor a missing marker; a header whose names all look like
-// numbers is therefore read as data. Whitespace around a cell is ignored.
+// neither a number nor a missing marker, and none of those cells starts
+// with a digit, a sign or '.': a first row such as "0.5x" is a malformed
+// number, a *ParseError on line 1, not a header. A header whose names all
+// look like numbers is read as data. Whitespace around a cell is ignored.
 // The cells "", "NA" (any case) and "NaN" (any case) mark a missing
 // component and become NaN. Blank lines are skipped (so in a one-column
 // file write a missing value as NA, not as an empty line). A leading UTF-8
@@ -95,7 +98,9 @@ type CSVDataset struct {
 	IDColumn string
 	// IDIndex is the 1-based index of the id column, used when IDColumn is
 	// "". The first row is then a header when any of its cells other than
-	// the id is neither a number nor a missing marker.
+	// the id is neither a number nor a missing marker, unless such a cell
+	// starts with a digit, a sign or '.' (a malformed number, as in
+	// ReadCSV).
 	IDIndex int
 }
 
@@ -103,7 +108,8 @@ type CSVDataset struct {
 // sequence need not be contiguous: sequences are ordered by the first
 // appearance of their id, and the rows of a sequence keep their order in
 // the input. Ids are compared after trimming whitespace and stored in
-// Dataset.IDs. An empty id, a row without observation columns and every
+// Dataset.IDs. An empty id, an id holding a control character (which
+// encoding/csv would not write back unchanged), a row without observation columns and every
 // error of ReadCSV give a *ParseError. Read never panics on any input; it
 // panics when neither or both of IDColumn and IDIndex are set, or IDIndex
 // is negative.
@@ -208,15 +214,7 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 		if idCol >= width {
 			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("id column %d is beyond the %d columns of the first row", idCol+1, width)}
 		}
-		for i, cell := range rec {
-			if i == idCol {
-				continue
-			}
-			if _, kind := parseCell(cell); kind == cellBad {
-				header = true
-				break
-			}
-		}
+		header = looksLikeHeader(rec, idCol)
 	}
 	obs := width
 	if idCol >= 0 {
@@ -246,6 +244,12 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				if id == "" {
 					l, _ := cr.FieldPos(idCol)
 					return csvResult{}, &ParseError{Line: l, Column: idCol + 1, Msg: "empty sequence id"}
+				}
+				if strings.ContainsFunc(id, unicode.IsControl) {
+					// encoding/csv turns \r\n inside quotes into \n, so such
+					// an id would not survive being written and read back.
+					l, _ := cr.FieldPos(idCol)
+					return csvResult{}, &ParseError{Line: l, Column: idCol + 1, Msg: fmt.Sprintf("sequence id %s holds a control character (line break, tab, ...)", quoteCell(id))}
 				}
 				var ok bool
 				if k, ok = index[id]; !ok {
@@ -286,6 +290,29 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 		return csvResult{}, &ParseError{Line: lastLine + 1, Msg: "no data rows after the header (sequence of length 0)"}
 	}
 	return res, nil
+}
+
+// looksLikeHeader reports whether the first row rec is a header: some
+// cell other than the id column is not a number or a missing marker, and
+// none of those cells starts like a number (a digit, a sign or '.'), which
+// would make it a malformed number such as "0.5x" in the first data row
+// rather than a column name.
+func looksLikeHeader(rec []string, idCol int) bool {
+	header := false
+	for i, cell := range rec {
+		if i == idCol {
+			continue
+		}
+		if _, kind := parseCell(cell); kind != cellBad {
+			continue
+		}
+		c := strings.TrimSpace(cell)
+		if c != "" && strings.ContainsRune("0123456789+-.", rune(c[0])) {
+			return false
+		}
+		header = true
+	}
+	return header
 }
 
 // convertCSVError turns an encoding/csv syntax error into a *ParseError;

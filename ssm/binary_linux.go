@@ -1,0 +1,7 @@
+package ssm
+
+import "syscall"
+
+func init() {
+	adviseRandom = func(data []byte) error { return syscall.Madvise(data, syscall.MADV_RANDOM) }
+}
