@@ -26,12 +26,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "lgssm_ksd:", err)
-		os.Exit(1)
-	}
-}
+func main() { compare.Main("lgssm_ksd", run) }
 
 // truth is the data-generating (φ, σ, τ) of the paper's section 5.2.
 var truth = []float64{0.9, 0.7, 1.0}

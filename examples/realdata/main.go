@@ -29,12 +29,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "realdata:", err)
-		os.Exit(1)
-	}
-}
+func main() { compare.Main("realdata", run) }
 
 type experiment struct {
 	name  string

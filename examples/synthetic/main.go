@@ -25,12 +25,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "synthetic:", err)
-		os.Exit(1)
-	}
-}
+func main() { compare.Main("synthetic", run) }
 
 // experiment is one model of the comparison.
 type experiment struct {

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -58,4 +60,25 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// ExitCode is the process exit status for the error a command's run
+// returned: 0 for nil and for flag.ErrHelp (-h and -help print the usage
+// and succeed, as in the other examples), 1 otherwise.
+func ExitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
+}
+
+// Main runs a comparison command: run(os.Args[1:], os.Stdout, os.Stderr),
+// then exits with ExitCode, printing any other error as "name: error".
+func Main(name string, run func(args []string, stdout, stderr io.Writer) error) {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	code := ExitCode(err)
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	}
+	os.Exit(code)
 }
