@@ -46,6 +46,7 @@ func TestZerosFinite(t *testing.T) {
 	zeros := ssm.Sequence{Obs: 1, Y: make([]float64, 400)}
 	svmU, _ := models.SVM{}.Params(0.95, 0.26, 0.9)
 	garchU, _ := models.GARCH{}.Params(1, 0.9, 0.8, 0.3)
+	lgU, _ := models.LGSSM{}.Params(0.95, 0.3, 1)
 	lowU, _ := models.SVM{}.Params(0.99, 8, 1) // on zeros the guided drift −σ²/2 = −32 per step takes x below −745
 	cases := []struct {
 		name string
@@ -57,6 +58,8 @@ func TestZerosFinite(t *testing.T) {
 		{"svm/bootstrap", models.SVM{}, svmU, pf.Bootstrap},
 		{"svm/guided/low", models.SVM{Guided: true}, lowU, pf.Guided},
 		{"svm/bootstrap/low", models.SVM{}, lowU, pf.Bootstrap},
+		{"lgssm/guided", models.LGSSM{}, lgU, pf.Guided},
+		{"lgssm/bootstrap", models.LGSSM{}, lgU, pf.Bootstrap},
 		{"garch/guided", models.GARCH{}, garchU, pf.Guided},
 		{"garch/bootstrap", models.GARCH{}, garchU, pf.Bootstrap},
 	}
