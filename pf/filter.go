@@ -114,13 +114,6 @@ type Settings struct {
 	Proposal Proposal
 	// Diagnostics keeps the per-step ESS and resampling flags in Result.
 	Diagnostics bool
-	// Sorted resamples the particles in the order of their first state
-	// component instead of their index order. The scheme's output is then
-	// a nearly continuous function of the weights: two runs with the same
-	// random numbers at nearby parameters pick nearby particles, so their
-	// difference is small (common random numbers, as control-variate
-	// gradients need). It costs one sort of N keys per resampling.
-	Sorted bool
 	// Initial, when non-nil, fills the N×State block x with the initial
 	// particles instead of Kernel.SampleInitial (a caller-chosen law for
 	// the state before the window). The initial-state term of the
@@ -244,9 +237,6 @@ type Filter struct {
 
 	ess       []float64
 	resampled []bool
-
-	sortKeys []uint64  // Sorted: order-preserving keys with the index in the low bits
-	sortW    []float64 // Sorted: weights in sorted order
 }
 
 // New returns a Filter after validating s.
@@ -306,10 +296,6 @@ func (f *Filter) ensure(n, state, p, steps int) {
 	f.logw = grow(f.logw, n)
 	f.w = grow(f.w, n)
 	f.anc = growInt(f.anc, n)
-	if f.set.Sorted {
-		f.sortKeys = growUint(f.sortKeys, n)
-		f.sortW = grow(f.sortW, n)
-	}
 	f.h = grow(f.h, n*p)
 	f.hNext = grow(f.hNext, n*p)
 	f.hbar = grow(f.hbar, p)
@@ -462,11 +448,7 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 
 		prev := f.x
 		if resampled {
-			if f.set.Sorted {
-				f.sortedResample(s, rng)
-			} else {
-				resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
-			}
+			resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
 			gather(f.xAnc, f.x, f.anc, s)
 			prev = f.xAnc
 			clear(f.logw)

@@ -102,8 +102,11 @@ func (r *CSVRecorder) Init(info Info) error {
 	return cw.Error()
 }
 
-// Record writes one row.
+// Record writes one row (none for a discarded draw).
 func (r *CSVRecorder) Record(d *Draw) error {
+	if d.Discarded {
+		return nil
+	}
 	x := d.U
 	if r.Transform != nil {
 		r.Transform(r.buf, d.U)

@@ -32,6 +32,10 @@ type Draw struct {
 	LogPost  float64
 	StepSize float64       // h_k
 	Elapsed  time.Duration // time the chain has run so far (excluding waits and time before a resume)
+	// Discarded marks an iteration that is not a kept draw (burn-in or
+	// thinned out); only Settings.RecordAll passes such draws, so
+	// recorders that predate it see kept draws only.
+	Discarded bool
 }
 
 // Recorder observes a run in the manner of gonum's optimize.Recorder.

@@ -41,6 +41,11 @@ type Settings struct {
 	// Recorder observes the kept draws; nil records nothing. Combine
 	// several with Multi.
 	Recorder Recorder
+	// RecordAll passes every iteration to the Recorder, burn-in and
+	// thinned-out ones too, with Draw.Discarded set for those, so progress
+	// can be shown from the first iteration. Trace and CSVRecorder keep
+	// only the kept draws either way.
+	RecordAll bool
 
 	// Checkpoint is the path of the checkpoint file; "" disables
 	// checkpointing. The file is replaced atomically (temporary file in
@@ -332,16 +337,18 @@ func (ch *chain) run(ctx context.Context, target int, st *Settings, rec *lockedR
 			r.Status, r.Err = Failure, err
 			return
 		}
-		if s.k >= st.BurnIn && (s.k-st.BurnIn)%st.Thin == 0 {
+		if kept := s.k >= st.BurnIn && (s.k-st.BurnIn)%st.Thin == 0; kept || st.RecordAll {
 			d := &ch.draw
 			*d = Draw{Chain: s.chain, Iter: s.k, U: s.u, Grad: s.g, LogPost: s.logPost,
-				StepSize: s.h, Elapsed: r.Elapsed + time.Since(t0)}
+				StepSize: s.h, Elapsed: r.Elapsed + time.Since(t0), Discarded: !kept}
 			if err := rec.record(d); err != nil {
 				r.Status = Failure
 				r.Err = &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("recorder: %w", err)}
 				return
 			}
-			r.Kept++
+			if kept {
+				r.Kept++
+			}
 		}
 		if err := s.move(); err != nil {
 			if st.NonFinite == Skip {

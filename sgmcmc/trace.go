@@ -49,8 +49,11 @@ func (t *Trace) Init(info Info) error {
 	return nil
 }
 
-// Record appends a copy of d.
+// Record appends a copy of d (nothing for a discarded draw).
 func (t *Trace) Record(d *Draw) error {
+	if d.Discarded {
+		return nil
+	}
 	c := &t.Chains[d.Chain]
 	c.U = append(c.U, d.U...)
 	if t.Transform != nil {

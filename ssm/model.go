@@ -130,3 +130,11 @@ type StateCompleter interface {
 type Rebinder interface {
 	Rebind(u []float64) error
 }
+
+// Starter is an optional Model capability: Start writes into u a sensible
+// starting point for inference on data (e.g. scaled by the data's variance),
+// from which an optimiser can find the posterior mode. Fitting procedures
+// use the origin u = 0 for models without it.
+type Starter interface {
+	Start(u []float64, data Dataset) error
+}

@@ -1,0 +1,240 @@
+package sgmcmc
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+)
+
+// estimator returns a fresh estimator of the chosen kind.
+func (f *fit) estimator() (Estimator, error) {
+	est := f.newEstimator(f.gset)
+	if f.prep.Gradient != ControlVariateGradient {
+		return est, nil
+	}
+	return gradient.NewControlVariate(est, f.prep.Mode, f.prep.Anchor)
+}
+
+// adaptWindows is the number of adaptation windows.
+const adaptWindows = 3
+
+// adapt runs adaptWindows windows of the sampler from draws of N(u*, L Lᵀ) and,
+// after each, replaces the metric L Lᵀ by the covariance of the window's
+// draws, as Stan adapts its metric during warm-up. The first L comes from
+// the empirical Fisher information, which is not the Hessian when the
+// model is misspecified (heavy-tailed returns under the SVM make it
+// overstate the information about σ and τ several times), and the chains
+// would mix that much slower. The noise correction W = Lᵀ V L and the step
+// follow each new metric. The second window also measures the
+// autocorrelation time that sets the default number of iterations.
+func (f *fit) adapt(ctx context.Context) error {
+	pr := &f.prep
+	p, chains := f.dim, f.s.Chains
+	starts := make([][]float64, chains)
+	for c := range starts {
+		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<43+uint64(c)))
+		z := make([]float64, p)
+		for i := range z {
+			z[i] = rng.NormFloat64()
+		}
+		starts[c] = lMul(pr.Mode, pr.Chol, z)
+	}
+	total := 0
+	for win := 0; win < adaptWindows; win++ {
+		h := pr.StepSize
+		n := max(300, int(math.Ceil(10*(2-h)/h)))
+		trace := &Trace{}
+		recs := []Recorder{trace}
+		if f.s.Progress != nil {
+			names := f.model.ParamNames()
+			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names,
+				Transform: func(dst, u []float64) { f.model.Constrain(dst, u) }})
+		}
+		f.log("adaptation window %d: %d chains × %d iterations, step %.3g", win+1, chains, n, h)
+		var setupErr error
+		w := f.noiseW()
+		res, err := Run(ctx, func(int) Estimator {
+			est, err := f.estimator()
+			if err != nil {
+				setupErr = err
+			}
+			return est
+		}, func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
+			func(c int, u []float64) error { copy(u, starts[c]); return nil },
+			p, Settings{Iterations: n, Schedule: Constant(h), Chains: chains, Concurrency: f.s.Workers,
+				Seed: f.s.Seed + uint64(win+1)*0x9E3779B97F4A7C15, NonFinite: Skip, Recorder: Multi(recs...)})
+		if setupErr != nil {
+			return setupErr
+		}
+		if err != nil {
+			return fmt.Errorf("sgmcmc: adaptation window %d: %w", win+1, err)
+		}
+		for c := range starts {
+			starts[c] = res.Chains[c].U
+		}
+		total += n
+		skip := 0
+		if win == 0 {
+			skip = n / 4 // transient from the starting draws
+		}
+		cov, cols := pooledCov(trace, p, skip)
+		if cov == nil {
+			return fmt.Errorf("sgmcmc: adaptation window %d kept too few draws", win+1)
+		}
+		if win == adaptWindows-1 {
+			ess := math.Inf(1)
+			for _, c := range cols {
+				ess = math.Min(ess, ksd.BulkESS(c))
+			}
+			draws := float64(len(cols[0]) * len(cols[0][0]))
+			pr.IAT = draws / math.Max(ess, 1)
+		}
+		if err := f.updateMetric(cov); err != nil {
+			return err
+		}
+		// The noise where the chains are, not only near u*: the
+		// control-variate noise grows with the distance from u*, and a W
+		// measured too close would inject too much noise.
+		var points [][]float64
+		for _, ch := range trace.Chains {
+			k := ch.Len()
+			for i := 0; i < f.s.NoiseProbes/len(trace.Chains)+1; i++ {
+				j := k/2 + i*(k-k/2)/(f.s.NoiseProbes/len(trace.Chains)+1)
+				points = append(points, ch.U[j*p:(j+1)*p])
+			}
+		}
+		if err := f.noiseAt(ctx, points, 1<<45+uint64(win)<<20); err != nil {
+			return err
+		}
+		f.setStep()
+		lp, lc := f.lambdas()
+		f.log("noise where the chains are: λ_max(W) plain %.3g, control variate %.3g; step %.3g", lp, lc, pr.StepSize)
+		if win == adaptWindows-1 {
+			pr.IAT *= h / pr.StepSize
+		}
+	}
+	pr.Starts, pr.AdaptIterations = starts, total
+	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	return nil
+}
+
+// pooledCov returns the covariance (row-major) of the draws of all chains
+// after the first skip of each, and per coordinate the per-chain columns.
+func pooledCov(t *Trace, p, skip int) ([]float64, [][][]float64) {
+	cols := make([][][]float64, p)
+	mean := make([]float64, p)
+	n := 0
+	for _, ch := range t.Chains {
+		k := ch.Len()
+		if k-skip < 4 {
+			return nil, nil
+		}
+		for j := range p {
+			col := make([]float64, k-skip)
+			for i := skip; i < k; i++ {
+				col[i-skip] = ch.U[i*p+j]
+				mean[j] += ch.U[i*p+j]
+			}
+			cols[j] = append(cols[j], col)
+		}
+		n += k - skip
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	cov := make([]float64, p*p)
+	for _, ch := range t.Chains {
+		for i := skip; i < ch.Len(); i++ {
+			x := ch.U[i*p : (i+1)*p]
+			for a := range p {
+				for b := range p {
+					cov[a*p+b] += (x[a] - mean[a]) * (x[b] - mean[b]) / float64(n-1)
+				}
+			}
+		}
+	}
+	return cov, cols
+}
+
+// updateMetric replaces L by L C, where C Cᵀ is the covariance cov seen in
+// the current coordinates z = L⁻¹u, with its eigenvalues clipped to
+// [0.02, 50] (a window too short to see a direction does not collapse it),
+// then resets the step for the new W.
+func (f *fit) updateMetric(cov []float64) error {
+	pr := &f.prep
+	p := f.dim
+	l := mat.NewTriDense(p, mat.Lower, nil)
+	for i := range p {
+		for j := 0; j <= i; j++ {
+			l.SetTri(i, j, pr.Chol[i*p+j])
+		}
+	}
+	// S_z = L⁻¹ Σ L⁻ᵀ.
+	var a, sz mat.Dense
+	if err := a.Solve(l, mat.NewDense(p, p, cov)); err != nil {
+		return fmt.Errorf("sgmcmc: metric update: %w", err)
+	}
+	if err := sz.Solve(l, a.T()); err != nil {
+		return fmt.Errorf("sgmcmc: metric update: %w", err)
+	}
+	sym := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			sym.SetSym(i, j, 0.5*(sz.At(i, j)+sz.At(j, i)))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, true) {
+		return fmt.Errorf("sgmcmc: metric update: eigendecomposition failed")
+	}
+	vals := eig.Values(nil)
+	var q mat.Dense
+	eig.VectorsTo(&q)
+	clipped := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			v := 0.0
+			for k, lam := range vals {
+				if math.IsNaN(lam) {
+					return fmt.Errorf("sgmcmc: metric update: the draws' covariance is not finite")
+				}
+				v += q.At(i, k) * q.At(j, k) * math.Min(50, math.Max(0.02, lam))
+			}
+			clipped.SetSym(i, j, v)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(clipped) {
+		return fmt.Errorf("sgmcmc: metric update: covariance not positive definite")
+	}
+	var c mat.TriDense
+	ch.LTo(&c)
+	var lc mat.TriDense
+	lc.MulTri(l, &c)
+	for i := range p {
+		for j := 0; j <= i; j++ {
+			pr.Chol[i*p+j] = lc.At(i, j)
+		}
+	}
+	f.setStep()
+	f.log("metric adapted: posterior sds in u %v; step %.3g", fmtSD(pr.Chol, p), pr.StepSize)
+	return nil
+}
+
+func fmtSD(l []float64, p int) string {
+	sd := make([]float64, p)
+	for i := range p {
+		for j := 0; j <= i; j++ {
+			sd[i] += l[i*p+j] * l[i*p+j]
+		}
+		sd[i] = math.Sqrt(sd[i])
+	}
+	return fmt.Sprintf("%.3g", sd)
+}

@@ -1,0 +1,871 @@
+package sgmcmc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// Gradient selects the stochastic gradient Fit samples with.
+type Gradient int
+
+const (
+	// AutoGradient measures the noise of both estimators at the start and
+	// keeps the one with the smaller cost per effective draw (the zero
+	// value).
+	AutoGradient Gradient = iota
+	// ControlVariateGradient is gradient.ControlVariate around the mode.
+	ControlVariateGradient
+	// PlainGradient is the buffered subsequence gradient g^PF(S, B, N).
+	PlainGradient
+)
+
+func (g Gradient) String() string {
+	switch g {
+	case AutoGradient:
+		return "auto"
+	case ControlVariateGradient:
+		return "control-variate"
+	case PlainGradient:
+		return "plain"
+	}
+	return fmt.Sprintf("Gradient(%d)", int(g))
+}
+
+// FitSettings configures Fit. Every zero value is a documented default that
+// works for the shipped models on data in percent units.
+type FitSettings struct {
+	// S and B are the subsequence and buffer lengths (0: 40 and 10; a
+	// negative B means no buffer). They are lowered to fit a sequence
+	// shorter than S + 2B.
+	S, B int
+	// N is the number of particles (0: 1000).
+	N int
+	// Proposal is the particle filter's proposal (zero value pf.Auto: the
+	// model kernel's guided proposal when it has one).
+	Proposal pf.Proposal
+	// Exact uses the model's exact (Kalman) scorer instead of a particle
+	// filter (LGSSM).
+	Exact bool
+	// Gradient selects the estimator (zero value AutoGradient).
+	Gradient Gradient
+
+	// WarmUp is the number of Adam iterations that look for the posterior
+	// mode before anything else (0: 300).
+	WarmUp int
+	// AnchorPasses bounds the tiling passes that estimate the full-data
+	// score at the mode (0: up to 48, fewer when the estimate is precise
+	// to 0.1 posterior sd; exact gradients need one).
+	AnchorPasses int
+	// NoiseProbes is the number of points at which the gradient noise is
+	// measured, two evaluations each (0: 48).
+	NoiseProbes int
+
+	// StepSize is the step h in posterior-scale units (see Precond); 0
+	// chooses h = 1/(1 + λ_max(W)) from the measured gradient noise W,
+	// capped at 0.25.
+	StepSize float64
+	// Iterations is the number of sampler iterations per chain after the
+	// burn-in (0: enough for TargetESS effective draws by the step's
+	// autocorrelation, at least 500).
+	Iterations int
+	// TargetESS is the effective sample size Iterations aims at (0: 800).
+	TargetESS int
+	// BurnIn is the number of sampler iterations discarded per chain (0:
+	// ten autocorrelation times of the step, at least 100).
+	BurnIn int
+	// MaxTime, when positive, stops every chain after this much compute
+	// time of sampling (a wall-clock budget); the summary says so.
+	MaxTime time.Duration
+	// Thin keeps every Thin-th draw (0: 1).
+	Thin int
+	// Chains is the number of chains (0: 4); Workers the number of
+	// goroutines used (0: GOMAXPROCS).
+	Chains, Workers int
+	// Seed seeds every random number of the fit.
+	Seed uint64
+	// Init, when non-nil, is the starting point in natural parameters
+	// (Model.Constrain's output); otherwise the model's ssm.Starter, or
+	// u = 0.
+	Init []float64
+
+	// Checkpoint, when set, makes the run resumable: the preparation is
+	// saved to Checkpoint+".prep" and the chains to Checkpoint, and a Fit
+	// with the same settings resumes from them. Remove both files for a
+	// fresh run.
+	Checkpoint string
+	// Recorder observes every iteration of the sampling, burn-in included
+	// (Draw.Discarded marks the iterations that are not kept draws), e.g.
+	// a CSVRecorder, which writes the kept ones.
+	Recorder Recorder
+	// Progress receives progress lines (nil: silent).
+	Progress io.Writer
+
+	// KSDDraws is the number of kept draws (evenly thinned) at which the
+	// kernel Stein discrepancy is computed from full-data scores (one
+	// tiling pass each). 0 means 50; negative skips it.
+	KSDDraws int
+}
+
+// fit holds the normalised settings and what the preparation finds.
+type fit struct {
+	s     FitSettings
+	model ssm.Model
+	data  ssm.Dataset
+	dim   int
+	gset  gradient.Settings
+	u0    []float64 // starting point
+	log   func(format string, a ...any)
+
+	prep Preparation
+}
+
+// Preparation is what Fit learns before sampling: the mode, the
+// preconditioner, the anchor gradient and the gradient noise. It is
+// reported in Posterior and saved with a checkpoint.
+type Preparation struct {
+	Mode                  []float64 // u*, the anchor
+	Chol                  []float64 // L, lower Cholesky factor of the inverse Hessian at u*, row-major
+	Hessian               []float64 // −∇² log π at u* (empirical Fisher + prior), row-major
+	Anchor                []float64 // ĝ_full(u*), likelihood part
+	AnchorSE              []float64 // its standard error per coordinate
+	Passes                int       // tiling passes averaged into Anchor
+	ShiftSD               float64   // max |Lᵀ AnchorSE|: the mean shift, in posterior sds, that the anchor error may cause
+	NoisePlain            []float64 // W of the plain estimator, row-major (posterior scale)
+	NoiseCV               []float64 // W of the control-variate estimator
+	LambdaPlain, LambdaCV float64   // their largest eigenvalues
+	Gradient              Gradient  // the estimator chosen
+	StepSize              float64
+	Seconds               float64 // time the preparation took
+	// After the adaptation: each chain's state, the iterations it took
+	// per chain, and the autocorrelation time measured in its last window.
+	Starts          [][]float64
+	AdaptIterations int
+	IAT             float64
+}
+
+// Fit samples the posterior of model given data: one call from a model and
+// its data to a summarised posterior.
+//
+// It runs, in order:
+//
+//  1. a warm-up: Adam on the buffered particle gradient from the starting
+//     point, averaging the last half of its iterates, to find the mode;
+//  2. a preparation at the mode u*: the full-data score by tiling the data
+//     into buffered blocks (Estimator.Tile), averaged over passes until its
+//     error shifts the mean by less than 0.1 posterior sd, the empirical
+//     Fisher information of the blocks plus the prior's curvature as the
+//     Hessian H, Newton steps to refine u*, and the covariance of the
+//     gradient noise of the plain and the control-variate estimators,
+//     measured in pairs at draws from N(u*, H⁻¹);
+//  3. sampling: Chains chains of Precond (SGLD preconditioned by H⁻¹ with
+//     the injected noise reduced by the measured gradient noise, so the
+//     draws are not widened by it), started from N(u*, H⁻¹), with the
+//     estimator of the lower cost per effective draw;
+//  4. a summary with diagnostics and warnings (Posterior).
+//
+// The error is non-nil only when no posterior can be reported; problems
+// that leave draws (chains stopped, budget exhausted) become warnings.
+func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) (*Posterior, error) {
+	start := time.Now()
+	f, err := newFit(model, data, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return f.sample(ctx, start)
+}
+
+func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
+	if model == nil {
+		return nil, fmt.Errorf("%w: Fit needs a model", ErrSettings)
+	}
+	d := model.Dims()
+	if err := data.Validate(d.Obs); err != nil {
+		return nil, err
+	}
+	T := 0
+	for j, seq := range data.Sequences {
+		if !seq.Observed(0, seq.Len()) {
+			return nil, fmt.Errorf("%w: sequence %d has no observed values (every cell is missing)", ssm.ErrData, j)
+		}
+		T = max(T, seq.Len())
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...)
+	}
+	switch {
+	case s.S < 0:
+		return nil, bad("S = %d is negative", s.S)
+	case s.N < 0:
+		return nil, bad("N = %d is negative", s.N)
+	case s.WarmUp < 0 || s.AnchorPasses < 0 || s.NoiseProbes < 0:
+		return nil, bad("WarmUp, AnchorPasses and NoiseProbes must not be negative")
+	case s.StepSize < 0 || math.IsNaN(s.StepSize) || s.StepSize >= 1:
+		return nil, bad("StepSize = %v must be in [0, 1) (0 chooses it)", s.StepSize)
+	case s.Iterations < 0 || s.TargetESS < 0 || s.BurnIn < 0 || s.Thin < 0:
+		return nil, bad("Iterations, TargetESS, BurnIn and Thin must not be negative")
+	case s.Chains < 0 || s.Workers < 0:
+		return nil, bad("Chains and Workers must not be negative")
+	case s.MaxTime < 0:
+		return nil, bad("MaxTime = %v is negative", s.MaxTime)
+	case s.Gradient < AutoGradient || s.Gradient > PlainGradient:
+		return nil, bad("unknown Gradient %d", s.Gradient)
+	case s.Init != nil && len(s.Init) != len(model.ParamNames()):
+		return nil, bad("Init has %d values for %d parameters", len(s.Init), len(model.ParamNames()))
+	}
+	if s.S == 0 {
+		s.S = 40
+	}
+	switch {
+	case s.B == 0:
+		s.B = 10
+	case s.B < 0:
+		s.B = 0
+	}
+	// Short sequences: shrink S, then B, to fit the shortest one.
+	short := math.MaxInt
+	for _, seq := range data.Sequences {
+		short = min(short, seq.Len())
+	}
+	s.S = min(s.S, short)
+	s.B = min(s.B, (short-s.S)/2)
+	if s.N == 0 {
+		s.N = 1000
+	}
+	if s.N > 1<<24 {
+		return nil, bad("N = %d particles would need over %d GB per filter", s.N, s.N>>24)
+	}
+	if s.WarmUp == 0 {
+		s.WarmUp = 300
+	}
+	if s.AnchorPasses == 0 {
+		s.AnchorPasses = 48
+	}
+	if s.NoiseProbes == 0 {
+		s.NoiseProbes = 48
+	}
+	if s.TargetESS == 0 {
+		s.TargetESS = 800
+	}
+	if s.Thin == 0 {
+		s.Thin = 1
+	}
+	if s.Chains == 0 {
+		s.Chains = 4
+	}
+	if s.Workers == 0 {
+		s.Workers = runtime.GOMAXPROCS(0)
+	}
+	if s.KSDDraws == 0 {
+		s.KSDDraws = 50
+	}
+	f := &fit{s: s, model: model, data: data, dim: d.Param,
+		gset: gradient.Settings{
+			Subsequencer: gradient.Subsequencer{S: s.S, B: s.B, Sampling: gradient.Uniform},
+			PF:           pf.Settings{N: s.N, Proposal: s.Proposal},
+			Exact:        s.Exact,
+		}}
+	f.log = func(format string, a ...any) {
+		if s.Progress != nil {
+			fmt.Fprintf(s.Progress, "fit: "+format+"\n", a...)
+		}
+	}
+	if _, err := gradient.New(model, data, f.gset); err != nil {
+		return nil, err
+	}
+	u0, err := f.startPoint()
+	if err != nil {
+		return nil, err
+	}
+	f.u0 = u0
+	return f, nil
+}
+
+// newEstimator returns a fresh estimator with settings set (validated in
+// newFit); estimators own filter workspaces, so every goroutine needs one.
+func (f *fit) newEstimator(set gradient.Settings) *gradient.Estimator {
+	e, err := gradient.New(f.model, f.data, set)
+	if err != nil {
+		panic(err) // validated in newFit with the same arguments
+	}
+	return e
+}
+
+// startPoint returns the starting point u0 in unconstrained coordinates.
+func (f *fit) startPoint() ([]float64, error) {
+	u := make([]float64, f.dim)
+	switch {
+	case f.s.Init != nil:
+		if err := f.model.Unconstrain(u, f.s.Init); err != nil {
+			return nil, fmt.Errorf("sgmcmc: Init: %w", err)
+		}
+	default:
+		if st, ok := f.model.(ssm.Starter); ok {
+			if err := st.Start(u, f.data); err != nil {
+				return nil, fmt.Errorf("sgmcmc: model's starting point: %w", err)
+			}
+		}
+	}
+	if i := firstNonFinite(u); i >= 0 {
+		return nil, fmt.Errorf("%w: starting point u[%d] = %v", ErrSettings, i, u[i])
+	}
+	return u, nil
+}
+
+// warmUp runs Adam from u0 and returns the average of its last half.
+func (f *fit) warmUp(ctx context.Context, u0 []float64) ([]float64, error) {
+	est := f.newEstimator(f.gset)
+	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<40))
+	steps := f.s.WarmUp
+	smp := NewSampler(est, &Adam{}, u0, Polynomial{A: 0.05, B: float64(steps) / 10, C: 0.5}, rng)
+	avg := make([]float64, f.dim)
+	n := 0
+	for k := 0; k < steps; k++ {
+		if err := smp.Step(ctx); err != nil {
+			var nf *NonFiniteError
+			if errors.As(err, &nf) {
+				continue
+			}
+			return nil, fmt.Errorf("sgmcmc: warm-up: %w", err)
+		}
+		if k >= steps/2 {
+			n++
+			for i, v := range smp.U() {
+				avg[i] += (v - avg[i]) / float64(n)
+			}
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("sgmcmc: warm-up: no finite iterate")
+	}
+	return avg, nil
+}
+
+// tiling is the result of tiling passes at one point.
+type tiling struct {
+	mean, se []float64 // full-data likelihood score: average over passes and its standard error
+	fisher   []float64 // empirical Fisher information of the blocks, averaged over passes
+	passes   int
+}
+
+// tile runs passes tiling passes at u on the workers, with random offsets.
+func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64) (*tiling, error) {
+	p := f.dim
+	grads := make([][]float64, passes)
+	fishers := make([][]float64, passes)
+	errs := make([]error, passes)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	workers := min(f.s.Workers, passes)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			est := f.newEstimator(f.gset)
+			for i := range next {
+				rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
+				offset := rng.IntN(max(f.s.S, 1))
+				g := make([]float64, p)
+				fi := make([]float64, p*p)
+				nw := 0
+				sum := make([]float64, p)
+				_, err := est.Tile(ctx, g, u, offset, rng, func(_ int, _ ssm.Window, gw []float64) {
+					nw++
+					for a, va := range gw {
+						sum[a] += va
+						for b, vb := range gw {
+							fi[a*p+b] += va * vb
+						}
+					}
+				})
+				if err == nil && nw > 0 {
+					// Centre: Σ (g_w − ḡ)(g_w − ḡ)ᵀ, so the information is
+					// right away from the mode too.
+					for a := range p {
+						for b := range p {
+							fi[a*p+b] -= sum[a] * sum[b] / float64(nw)
+						}
+					}
+				}
+				grads[i], fishers[i], errs[i] = g, fi, err
+			}
+		}()
+	}
+	for i := 0; i < passes; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("sgmcmc: full-data score: %w", err)
+	}
+	t := &tiling{mean: make([]float64, p), se: make([]float64, p), fisher: make([]float64, p*p), passes: passes}
+	for i := range grads {
+		for a := range p {
+			t.mean[a] += grads[i][a] / float64(passes)
+		}
+		for a := range p * p {
+			t.fisher[a] += fishers[i][a] / float64(passes)
+		}
+	}
+	if passes > 1 {
+		for a := range p {
+			v := 0.0
+			for i := range grads {
+				d := grads[i][a] - t.mean[a]
+				v += d * d
+			}
+			t.se[a] = math.Sqrt(v / float64(passes-1) / float64(passes))
+		}
+	}
+	return t, nil
+}
+
+// merge adds the passes of o to t.
+func (t *tiling) merge(o *tiling) {
+	n1, n2 := float64(t.passes), float64(o.passes)
+	n := n1 + n2
+	for a := range t.mean {
+		// Pooled variance of the pass values from the two groups.
+		v1 := t.se[a] * t.se[a] * n1 * (n1 - 1)
+		v2 := o.se[a] * o.se[a] * n2 * (n2 - 1)
+		m := (n1*t.mean[a] + n2*o.mean[a]) / n
+		v := v1 + v2 + n1*(t.mean[a]-m)*(t.mean[a]-m) + n2*(o.mean[a]-m)*(o.mean[a]-m)
+		t.mean[a] = m
+		if n > 1 {
+			t.se[a] = math.Sqrt(v / (n - 1) / n)
+		}
+	}
+	for a := range t.fisher {
+		t.fisher[a] = (n1*t.fisher[a] + n2*o.fisher[a]) / n
+	}
+	t.passes += o.passes
+}
+
+// hessian returns −∇² log π at u: the empirical Fisher information plus
+// the prior's curvature (central differences of its gradient), made
+// positive definite.
+func (f *fit) hessian(u, fisher []float64) (*mat.SymDense, error) {
+	p := f.dim
+	hp := make([]float64, p*p)
+	gp, gm := make([]float64, p), make([]float64, p)
+	x := append([]float64(nil), u...)
+	for j := range p {
+		d := 1e-4 * math.Max(1, math.Abs(u[j]))
+		x[j] = u[j] + d
+		f.model.LogPrior(gp, x)
+		x[j] = u[j] - d
+		f.model.LogPrior(gm, x)
+		x[j] = u[j]
+		for i := range p {
+			hp[i*p+j] = -(gp[i] - gm[i]) / (2 * d)
+		}
+	}
+	h := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			h.SetSym(i, j, 0.5*(fisher[i*p+j]+fisher[j*p+i])+0.5*(hp[i*p+j]+hp[j*p+i]))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(h, true) {
+		return nil, errors.New("sgmcmc: eigendecomposition of the Hessian failed")
+	}
+	vals := eig.Values(nil)
+	top := vals[len(vals)-1]
+	if !(top > 0) || math.IsInf(top, 0) {
+		return nil, fmt.Errorf("sgmcmc: the information matrix at the mode is not positive (largest eigenvalue %v)", top)
+	}
+	clipped := false
+	for k, v := range vals {
+		if v < 1e-8*top {
+			vals[k], clipped = 1e-8*top, true
+		}
+	}
+	if clipped {
+		var q mat.Dense
+		eig.VectorsTo(&q)
+		var r mat.Dense
+		r.Mul(&q, mat.NewDiagDense(p, vals))
+		var full mat.Dense
+		full.Mul(&r, q.T())
+		for i := range p {
+			for j := i; j < p; j++ {
+				h.SetSym(i, j, 0.5*(full.At(i, j)+full.At(j, i)))
+			}
+		}
+	}
+	return h, nil
+}
+
+// cholInverse returns the row-major lower Cholesky factor of H⁻¹.
+func cholInverse(h *mat.SymDense) ([]float64, error) {
+	var ch mat.Cholesky
+	if !ch.Factorize(h) {
+		return nil, errors.New("sgmcmc: the Hessian at the mode is not positive definite")
+	}
+	var inv mat.SymDense
+	if err := ch.InverseTo(&inv); err != nil {
+		return nil, err
+	}
+	var ci mat.Cholesky
+	if !ci.Factorize(&inv) {
+		return nil, errors.New("sgmcmc: the inverse Hessian is not positive definite")
+	}
+	var l mat.TriDense
+	ci.LTo(&l)
+	p := h.SymmetricDim()
+	out := make([]float64, p*p)
+	for i := range p {
+		for j := 0; j <= i; j++ {
+			out[i*p+j] = l.At(i, j)
+		}
+	}
+	return out, nil
+}
+
+// lTrans returns Lᵀv.
+func lTrans(l, v []float64) []float64 {
+	p := len(v)
+	out := make([]float64, p)
+	for j := range p {
+		for i := j; i < p; i++ {
+			out[j] += l[i*p+j] * v[i]
+		}
+	}
+	return out
+}
+
+// lMul returns u + L z.
+func lMul(u, l, z []float64) []float64 {
+	p := len(z)
+	out := append([]float64(nil), u...)
+	for i := range p {
+		for j := 0; j <= i; j++ {
+			out[i] += l[i*p+j] * z[j]
+		}
+	}
+	return out
+}
+
+// prepare fills f.prep: mode, Hessian, anchor and gradient noise.
+func (f *fit) prepare(ctx context.Context) error {
+	t0 := time.Now()
+	if f.s.Checkpoint != "" {
+		if ok, err := f.loadPreparation(); err != nil || ok {
+			if ok {
+				f.log("resuming: preparation read from %s.prep", f.s.Checkpoint)
+			}
+			return err
+		}
+	}
+	p := f.dim
+	u0 := f.u0
+	f.log("warm-up: %d Adam iterations from the starting point", f.s.WarmUp)
+	u, err := f.warmUp(ctx, u0)
+	if err != nil {
+		return err
+	}
+	passes := 4
+	if f.s.Exact {
+		passes = 1
+	}
+	passes = min(passes, f.s.AnchorPasses)
+	stream := uint64(1 << 41)
+	// Newton steps on the tiled score: each moves u towards the mode by
+	// H⁻¹∇log π, limited to 3 posterior sds.
+	var t *tiling
+	var h *mat.SymDense
+	var l []float64
+	for it := 0; ; it++ {
+		if t, err = f.tile(ctx, u, passes, stream); err != nil {
+			return err
+		}
+		stream += uint64(passes)
+		if h, err = f.hessian(u, t.fisher); err != nil {
+			return err
+		}
+		if l, err = cholInverse(h); err != nil {
+			return err
+		}
+		if it == 3 {
+			break
+		}
+		g := make([]float64, p)
+		f.model.LogPrior(g, u)
+		for i := range g {
+			g[i] += t.mean[i]
+		}
+		// Newton step H⁻¹g = L Lᵀ g; its length in posterior sds is |Lᵀg|.
+		z := lTrans(l, g)
+		norm := math.Sqrt(dot(z, z))
+		if norm > 3 {
+			for i := range z {
+				z[i] *= 3 / norm
+			}
+		}
+		f.log("Newton step %d: %.2f posterior sds", it+1, norm)
+		u = lMul(u, l, z)
+		if norm < 0.5 {
+			// Close enough: the anchor only needs a precise score, not the exact mode.
+			if t, err = f.tile(ctx, u, passes, stream); err != nil {
+				return err
+			}
+			stream += uint64(passes)
+			break
+		}
+	}
+	// More passes at the anchor until its error moves the mean by < 0.1 sd.
+	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
+	for !f.s.Exact && t.passes < f.s.AnchorPasses && shift() > 0.1 {
+		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
+		more := min(max(need-t.passes, f.s.Workers), f.s.AnchorPasses-t.passes)
+		o, err := f.tile(ctx, u, more, stream)
+		if err != nil {
+			return err
+		}
+		stream += uint64(more)
+		t.merge(o)
+	}
+	if h, err = f.hessian(u, t.fisher); err != nil {
+		return err
+	}
+	if l, err = cholInverse(h); err != nil {
+		return err
+	}
+	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.se,
+		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.se))}
+	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd", t.passes, f.prep.ShiftSD)
+
+	if err := f.measureNoise(ctx); err != nil {
+		return err
+	}
+	f.prep.Seconds = time.Since(t0).Seconds()
+	if f.s.Checkpoint != "" {
+		return f.savePreparation()
+	}
+	return nil
+}
+
+// measureNoise estimates the covariance V of the gradient noise of both
+// estimators, in u, from pairs of evaluations with independent windows and
+// particles at draws u = u* + L z, z ~ N(0, I) (V = ½ Cov(d) for the
+// difference d of two independent estimates), and chooses the estimator.
+func (f *fit) measureNoise(ctx context.Context) error {
+	pr := &f.prep
+	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<42))
+	points := make([][]float64, f.s.NoiseProbes)
+	for k := range points {
+		z := make([]float64, f.dim)
+		for i := range z {
+			z[i] = rng.NormFloat64()
+		}
+		points[k] = lMul(pr.Mode, pr.Chol, z)
+	}
+	if err := f.noiseAt(ctx, points, 1<<42); err != nil {
+		return err
+	}
+	lp, lc := f.lambdas()
+	// The step h = 1/(1+λ) makes the chain's autocorrelation time about
+	// 2(1+λ) iterations; a control-variate iteration costs two.
+	switch f.s.Gradient {
+	case AutoGradient:
+		pr.Gradient = PlainGradient
+		if 2*(1+lc) < 1+lp && pr.ShiftSD <= 0.25 {
+			pr.Gradient = ControlVariateGradient
+		}
+	default:
+		pr.Gradient = f.s.Gradient
+	}
+	f.setStep()
+	f.log("gradient noise λ_max(W): plain %.3g, control variate %.3g; using %v gradients", lp, lc, pr.Gradient)
+	return nil
+}
+
+// noiseAt sets V for both estimators from probes at points (each point
+// evaluated twice, independently), random stream stream.
+func (f *fit) noiseAt(ctx context.Context, points [][]float64, stream uint64) error {
+	pr := &f.prep
+	dPlain, dCV, err := f.probe(ctx, points, stream)
+	if err != nil {
+		return err
+	}
+	p, K := f.dim, len(points)
+	cov := func(d [][]float64) []float64 {
+		v := make([]float64, p*p)
+		for _, di := range d {
+			for a := range p {
+				for b := range p {
+					v[a*p+b] += 0.5 * di[a] * di[b] / float64(K)
+				}
+			}
+		}
+		return v
+	}
+	pr.NoisePlain, pr.NoiseCV = cov(dPlain), cov(dCV)
+	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	return nil
+}
+
+// lambdas returns λ_max of W = Lᵀ V L for both estimators at the current L.
+func (f *fit) lambdas() (plain, cv float64) {
+	pr := &f.prep
+	return maxEigen(sandwich(pr.Chol, pr.NoisePlain), f.dim), maxEigen(sandwich(pr.Chol, pr.NoiseCV), f.dim)
+}
+
+// noiseW returns W = Lᵀ V L of the chosen estimator.
+func (f *fit) noiseW() []float64 {
+	pr := &f.prep
+	if pr.Gradient == ControlVariateGradient {
+		return sandwich(pr.Chol, pr.NoiseCV)
+	}
+	return sandwich(pr.Chol, pr.NoisePlain)
+}
+
+// setStep sets the step h = min(0.25, 1/(1 + λ_max(W))) unless the user
+// gave one: the injected covariance (2h − h²)I − h²W then keeps at least
+// half of SGLD's noise.
+func (f *fit) setStep() {
+	pr := &f.prep
+	pr.LambdaPlain, pr.LambdaCV = f.lambdas()
+	lambda := pr.LambdaPlain
+	if pr.Gradient == ControlVariateGradient {
+		lambda = pr.LambdaCV
+	}
+	pr.StepSize = f.s.StepSize
+	if pr.StepSize == 0 {
+		pr.StepSize = math.Min(0.25, 1/(1+lambda))
+	}
+}
+
+// sandwich returns Lᵀ V L (row-major) for lower-triangular L.
+func sandwich(l, v []float64) []float64 {
+	p := int(math.Sqrt(float64(len(l))))
+	vl := make([]float64, p*p)
+	for i := range p {
+		for j := range p {
+			for k := j; k < p; k++ {
+				vl[i*p+j] += v[i*p+k] * l[k*p+j]
+			}
+		}
+	}
+	out := make([]float64, p*p)
+	for i := range p {
+		for j := range p {
+			for k := i; k < p; k++ {
+				out[i*p+j] += l[k*p+i] * vl[k*p+j]
+			}
+		}
+	}
+	return out
+}
+
+// probe evaluates, at each point u, two independent pairs (g_S(u),
+// g_S(u*)) with common random numbers within each pair. It returns per
+// point the difference of the two plain estimates and the difference of
+// the two control-variate differences.
+func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPlain, dCV [][]float64, err error) {
+	p, K := f.dim, len(points)
+	pr := &f.prep
+	dPlain, dCV = make([][]float64, K), make([][]float64, K)
+	errs := make([]error, K)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(f.s.Workers, K); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			est := f.newEstimator(f.gset)
+			src := rand.NewPCG(0, 0)
+			r := rand.New(src)
+			g := make([][]float64, 4)
+			for i := range g {
+				g[i] = make([]float64, p)
+			}
+			for k := range next {
+				rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
+				u := points[k]
+				for pair := 0; pair < 2 && errs[k] == nil; pair++ {
+					s1, s2 := rng.Uint64(), rng.Uint64()
+					src.Seed(s1, s2)
+					if _, errs[k] = est.Likelihood(ctx, g[2*pair], u, r); errs[k] != nil {
+						break
+					}
+					src.Seed(s1, s2)
+					_, errs[k] = est.Likelihood(ctx, g[2*pair+1], pr.Mode, r)
+				}
+				dPlain[k], dCV[k] = make([]float64, p), make([]float64, p)
+				for i := range p {
+					dPlain[k][i] = g[0][i] - g[2][i]
+					dCV[k][i] = (g[0][i] - g[1][i]) - (g[2][i] - g[3][i])
+				}
+			}
+		}()
+	}
+	for k := 0; k < K; k++ {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
+	}
+	return dPlain, dCV, nil
+}
+
+func maxEigen(w []float64, p int) float64 {
+	s := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			s.SetSym(i, j, 0.5*(w[i*p+j]+w[j*p+i]))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(s, false) {
+		return math.NaN()
+	}
+	v := eig.Values(nil)
+	return v[len(v)-1]
+}
+
+func symData(h *mat.SymDense) []float64 {
+	p := h.SymmetricDim()
+	out := make([]float64, p*p)
+	for i := range p {
+		for j := range p {
+			out[i*p+j] = h.At(i, j)
+		}
+	}
+	return out
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func maxAbs(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
+}

@@ -1,0 +1,411 @@
+package sgmcmc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+)
+
+// Posterior is what Fit returns: the kept draws of every chain, their
+// summary, diagnostics and warnings.
+type Posterior struct {
+	Names []string // natural parameter names (Model.ParamNames)
+	// U and Natural hold each chain's kept draws, row-major: draw i of
+	// chain c is U[c][i*Dim:(i+1)*Dim] in the unconstrained coordinates and
+	// Natural[c][i*len(Names):...] in the natural ones.
+	U, Natural [][]float64
+	Dim        int
+	// KSD is the kernel Stein discrepancy of KSDDraws thinned draws in u
+	// (nil when skipped or when it could not be computed: see Warnings).
+	KSD *ksd.Result
+	// Preparation is what the fit learned before sampling.
+	Preparation Preparation
+	// Iterations is the number of sampling iterations per chain (the
+	// fewest over chains); BurnIn more, per chain, adapted the metric
+	// before them and were discarded.
+	Iterations, BurnIn, Thin int
+	Skipped                  int           // non-finite iterations skipped, over all chains
+	Run                      *Result       // the sampler run
+	Sampling, Total          time.Duration // wall-clock time of the sampling and of the whole fit
+	// Warnings lists every reason not to trust the summary as it is:
+	// R-hat above 1.01, bulk or tail ESS below 400, skipped iterations,
+	// stopped chains, an interrupted run, an imprecise anchor.
+	Warnings []string
+
+	summary []ParamSummary
+}
+
+// ParamSummary summarises the posterior draws of one natural parameter,
+// pooled over chains.
+type ParamSummary struct {
+	Name             string
+	Mean, SD         float64
+	Q05, Q50, Q95    float64
+	BulkESS, TailESS float64 // Vehtari et al. (2021)
+	Rhat             float64 // rank-normalised split R-hat
+	MCSE             float64 // Monte Carlo standard error of the mean
+}
+
+// Summary returns one row per natural parameter.
+func (p *Posterior) Summary() []ParamSummary { return p.summary }
+
+// Draws returns the number of kept draws over all chains.
+func (p *Posterior) Draws() int {
+	n := 0
+	for _, c := range p.U {
+		n += len(c) / p.Dim
+	}
+	return n
+}
+
+// WriteText writes the summary table.
+func (p *Posterior) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "param\tmean\tsd\tq05\tq50\tq95\tbulk ESS\ttail ESS\tR-hat\tMCSE\t")
+	for _, r := range p.summary {
+		fmt.Fprintf(tw, "%s\t%.4g\t%.3g\t%.4g\t%.4g\t%.4g\t%.0f\t%.0f\t%.3f\t%.2g\t\n",
+			r.Name, r.Mean, r.SD, r.Q05, r.Q50, r.Q95, r.BulkESS, r.TailESS, r.Rhat, r.MCSE)
+	}
+	return tw.Flush()
+}
+
+// sample adapts the metric, runs the chains and builds the posterior.
+func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
+	pr := &f.prep
+	names := f.model.ParamNames()
+	natural := func(dst, u []float64) { f.model.Constrain(dst, u) }
+	if pr.Starts == nil {
+		if err := f.adapt(ctx); err != nil {
+			return nil, err
+		}
+		if f.s.Checkpoint != "" {
+			if err := f.savePreparation(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	h := pr.StepSize
+	iters := f.s.Iterations
+	if iters == 0 {
+		iters = max(500, int(math.Ceil(1.2*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
+		iters = min(iters, 50000)
+	}
+	iters *= f.s.Thin
+	var setupErr error
+	var mu sync.Mutex
+	newEst := func(int) Estimator {
+		est, err := f.estimator()
+		if err != nil {
+			mu.Lock()
+			setupErr = err
+			mu.Unlock()
+		}
+		return est
+	}
+	trace := &Trace{Transform: natural, NaturalDim: len(names)}
+	recs := []Recorder{trace}
+	if f.s.Recorder != nil {
+		recs = append(recs, f.s.Recorder)
+	}
+	if f.s.Progress != nil {
+		recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
+	}
+	f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
+		f.s.Chains, iters, pr.Gradient, h, pr.IAT)
+	w := f.noiseW()
+	res, runErr := Run(ctx, newEst,
+		func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
+		func(c int, u []float64) error { copy(u, pr.Starts[c]); return nil },
+		f.dim, Settings{
+			Iterations:  iters,
+			Runtime:     f.s.MaxTime,
+			Thin:        f.s.Thin,
+			Schedule:    Constant(h),
+			Chains:      f.s.Chains,
+			Concurrency: f.s.Workers,
+			Seed:        f.s.Seed,
+			NonFinite:   Skip,
+			Recorder:    Multi(recs...),
+			RecordAll:   true,
+			Checkpoint:  f.s.Checkpoint,
+			Resume:      f.s.Checkpoint != "",
+		})
+	if setupErr != nil {
+		return nil, setupErr
+	}
+	if res == nil {
+		return nil, runErr
+	}
+	burn := pr.AdaptIterations
+	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin,
+		Run: res, Sampling: res.Runtime, Iterations: math.MaxInt}
+	stopped := 0
+	for c, ch := range res.Chains {
+		post.Iterations = min(post.Iterations, ch.Iterations)
+		post.Skipped += ch.Skipped
+		if ch.Err != nil {
+			stopped++
+			post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stopped at iteration %d: %v", c, ch.Iterations, ch.Err))
+		}
+	}
+	for _, ch := range trace.Chains {
+		if ch.Len() > 0 {
+			post.U = append(post.U, ch.U)
+			post.Natural = append(post.Natural, ch.Natural)
+		}
+	}
+	if post.Draws() == 0 {
+		if runErr != nil {
+			return nil, fmt.Errorf("sgmcmc: no draws kept: %w", runErr)
+		}
+		return nil, fmt.Errorf("sgmcmc: no draws kept: the chains stopped after %d iterations", post.Iterations)
+	}
+	switch {
+	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
+		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %d iterations per chain: the summary uses the %d draws kept so far", post.Iterations, post.Draws()))
+	case res.Status == RuntimeLimit:
+		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget reached after %d of %d iterations per chain", post.Iterations, iters))
+	case runErr != nil && stopped == 0:
+		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
+	}
+	if post.Skipped > 0 {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
+	}
+	if pr.ShiftSD > 0.25 && pr.Gradient == ControlVariateGradient {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("the full-data score at the mode is imprecise: its error may shift the mean by %.2f posterior sd (raise AnchorPasses or N)", pr.ShiftSD))
+	}
+	post.summarize()
+	if f.s.KSDDraws > 0 && ctx.Err() == nil {
+		k, err := f.ksd(ctx, post)
+		if err != nil {
+			post.Warnings = append(post.Warnings, "KSD not computed: "+err.Error())
+		}
+		post.KSD = k
+	}
+	post.Total = time.Since(start)
+	return post, nil
+}
+
+// summarize fills the summary table and the convergence warnings.
+func (p *Posterior) summarize() {
+	d := len(p.Names)
+	nMin := math.MaxInt
+	for _, c := range p.Natural {
+		nMin = min(nMin, len(c)/d)
+	}
+	p.summary = make([]ParamSummary, d)
+	for j, name := range p.Names {
+		cols := make([][]float64, len(p.Natural))
+		var pooled []float64
+		for c, x := range p.Natural {
+			col := make([]float64, len(x)/d)
+			for i := range col {
+				col[i] = x[i*d+j]
+			}
+			pooled = append(pooled, col...)
+			cols[c] = col[:nMin]
+		}
+		mean, sd := meanSD(pooled)
+		sorted := slices.Clone(pooled)
+		slices.Sort(sorted)
+		r := ParamSummary{Name: name, Mean: mean, SD: sd,
+			Q05: quantile(sorted, 0.05), Q50: quantile(sorted, 0.5), Q95: quantile(sorted, 0.95)}
+		if nMin >= 4 {
+			r.BulkESS = ksd.BulkESS(cols)
+			r.TailESS = tailESS(cols, r.Q05, r.Q95)
+			r.Rhat = ksd.RankRhat(cols)
+			r.MCSE = sd / math.Sqrt(r.BulkESS)
+		} else {
+			r.BulkESS, r.TailESS, r.Rhat, r.MCSE = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		}
+		p.summary[j] = r
+		switch {
+		case nMin < 4:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %d draws per chain are too few for ESS and R-hat", name, nMin))
+		case !(r.Rhat <= 1.01):
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: R-hat %.3f > 1.01: the chains disagree (not converged); run longer", name, r.Rhat))
+		}
+		if nMin >= 4 && !(r.BulkESS >= 400 && r.TailESS >= 400) {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: bulk ESS %.0f, tail ESS %.0f (< 400): too few effective draws for reliable quantiles; run longer", name, r.BulkESS, r.TailESS))
+		}
+	}
+}
+
+// tailESS is the tail effective sample size of Vehtari et al. (2021): the
+// smaller ESS of the indicators of the 5% and 95% quantiles, on split
+// chains.
+func tailESS(cols [][]float64, q05, q95 float64) float64 {
+	ind := func(q float64) float64 {
+		var split [][]float64
+		for _, c := range cols {
+			half := len(c) / 2
+			for _, part := range [][]float64{c[:half], c[len(c)-half:]} {
+				x := make([]float64, len(part))
+				for i, v := range part {
+					if v <= q {
+						x[i] = 1
+					}
+				}
+				split = append(split, x)
+			}
+		}
+		return ksd.ESS(split)
+	}
+	return math.Min(ind(q05), ind(q95))
+}
+
+func meanSD(x []float64) (float64, float64) {
+	n := float64(len(x))
+	m := 0.0
+	for _, v := range x {
+		m += v
+	}
+	m /= n
+	ss := 0.0
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	if len(x) < 2 {
+		return m, math.NaN()
+	}
+	return m, math.Sqrt(ss / (n - 1))
+}
+
+// quantile is the type-7 quantile of sorted x.
+func quantile(x []float64, q float64) float64 {
+	n := len(x)
+	h := float64(n-1) * q
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return x[n-1]
+	}
+	return x[lo] + (h-float64(lo))*(x[lo+1]-x[lo])
+}
+
+// ksd computes the KSD of evenly thinned draws, with full-data scores from
+// one tiling pass at each (the likelihood part) plus the prior gradient.
+func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
+	var pooled []float64
+	for _, c := range post.U {
+		pooled = append(pooled, c...)
+	}
+	n := len(pooled) / f.dim
+	K := min(f.s.KSDDraws, n)
+	x := make([]float64, K*f.dim)
+	for i := range K {
+		j := i * n / K
+		copy(x[i*f.dim:(i+1)*f.dim], pooled[j*f.dim:(j+1)*f.dim])
+	}
+	scores := make([]float64, K*f.dim)
+	errs := make([]error, K)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(f.s.Workers, K); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			est := f.newEstimator(f.gset)
+			prior := make([]float64, f.dim)
+			for i := range next {
+				rng := rand.New(rand.NewPCG(f.s.Seed, 1<<44+uint64(i)))
+				u, g := x[i*f.dim:(i+1)*f.dim], scores[i*f.dim:(i+1)*f.dim]
+				if _, errs[i] = est.Tile(ctx, g, u, rng.IntN(f.s.S), rng, nil); errs[i] != nil {
+					continue
+				}
+				f.model.LogPrior(prior, u)
+				for j := range g {
+					g[j] += prior[j]
+				}
+			}
+		}()
+	}
+	for i := range K {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return ksd.Compute(x, scores, f.dim, nil)
+}
+
+// savePreparation writes the preparation next to the checkpoint, so that a
+// resumed fit samples with exactly the same anchor, preconditioner and step.
+func (f *fit) savePreparation() error {
+	b, err := json.Marshal(struct {
+		Fingerprint string
+		Prep        Preparation
+	}{f.fingerprint(), f.prep})
+	if err != nil {
+		return err
+	}
+	path := f.s.Checkpoint + ".prep"
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// loadPreparation reads a saved preparation; false when there is none.
+func (f *fit) loadPreparation() (bool, error) {
+	b, err := os.ReadFile(f.s.Checkpoint + ".prep")
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var saved struct {
+		Fingerprint string
+		Prep        Preparation
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return false, fmt.Errorf("%w: %s.prep is damaged: %v", ErrCheckpoint, f.s.Checkpoint, err)
+	}
+	if fp := f.fingerprint(); saved.Fingerprint != fp {
+		return false, fmt.Errorf("%w: %s.prep was written by a fit with other data or settings (remove it and %s for a fresh run)",
+			ErrCheckpoint, f.s.Checkpoint, f.s.Checkpoint)
+	}
+	p := f.dim
+	if len(saved.Prep.Mode) != p || len(saved.Prep.Chol) != p*p || len(saved.Prep.Anchor) != p ||
+		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p {
+		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
+	}
+	f.prep = saved.Prep
+	return true, nil
+}
+
+// fingerprint identifies everything that determines the preparation.
+func (f *fit) fingerprint() string {
+	h := uint64(14695981039346656037)
+	add := func(v uint64) {
+		for i := 0; i < 8; i++ {
+			h ^= v & 0xff
+			h *= 1099511628211
+			v >>= 8
+		}
+	}
+	for _, seq := range f.data.Sequences {
+		add(uint64(len(seq.Y)))
+		for _, y := range seq.Y {
+			add(math.Float64bits(y))
+		}
+	}
+	s := f.s
+	return fmt.Sprintf("%T|%x|S%d B%d N%d P%d E%v G%d W%d A%d K%d h%v seed%d chains%d init%v",
+		f.model, h, s.S, s.B, s.N, s.Proposal, s.Exact, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes, s.StepSize, s.Seed, s.Chains, s.Init)
+}
