@@ -49,7 +49,10 @@ func (f *fit) adapt(ctx context.Context) error {
 	total := 0
 	for win := 0; win < adaptWindows; win++ {
 		h := pr.StepSize
-		n := max(300, int(math.Ceil(10*(2-h)/h)))
+		n := f.s.AdaptWindow
+		if n == 0 {
+			n = min(3000, max(300, int(math.Ceil(10*(2-h)/h))))
+		}
 		trace := &Trace{}
 		recs := []Recorder{trace}
 		if f.s.Progress != nil {

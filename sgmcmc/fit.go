@@ -81,11 +81,12 @@ type FitSettings struct {
 	// burn-in (0: enough for TargetESS effective draws by the step's
 	// autocorrelation, at least 500).
 	Iterations int
-	// TargetESS is the effective sample size Iterations aims at (0: 800).
+	// TargetESS is the effective sample size Iterations aims at (0: 400).
 	TargetESS int
-	// BurnIn is the number of sampler iterations discarded per chain (0:
-	// ten autocorrelation times of the step, at least 100).
-	BurnIn int
+	// AdaptWindow is the number of iterations of each of the three
+	// adaptation windows, which are discarded (0: ten autocorrelation times
+	// of the current step, at least 300 and at most 3000).
+	AdaptWindow int
 	// MaxTime, when positive, stops every chain after this much compute
 	// time of sampling (a wall-clock budget); the summary says so.
 	MaxTime time.Duration
@@ -217,8 +218,8 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		return nil, bad("WarmUp, AnchorPasses and NoiseProbes must not be negative")
 	case s.StepSize < 0 || math.IsNaN(s.StepSize) || s.StepSize >= 1:
 		return nil, bad("StepSize = %v must be in [0, 1) (0 chooses it)", s.StepSize)
-	case s.Iterations < 0 || s.TargetESS < 0 || s.BurnIn < 0 || s.Thin < 0:
-		return nil, bad("Iterations, TargetESS, BurnIn and Thin must not be negative")
+	case s.Iterations < 0 || s.TargetESS < 0 || s.AdaptWindow < 0 || s.Thin < 0:
+		return nil, bad("Iterations, TargetESS, AdaptWindow and Thin must not be negative")
 	case s.Chains < 0 || s.Workers < 0:
 		return nil, bad("Chains and Workers must not be negative")
 	case s.MaxTime < 0:
@@ -260,7 +261,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		s.NoiseProbes = 48
 	}
 	if s.TargetESS == 0 {
-		s.TargetESS = 800
+		s.TargetESS = 400
 	}
 	if s.Thin == 0 {
 		s.Thin = 1
@@ -588,7 +589,7 @@ func (f *fit) prepare(ctx context.Context) error {
 	passes = min(passes, f.s.AnchorPasses)
 	stream := uint64(1 << 41)
 	// Newton steps on the tiled score: each moves u towards the mode by
-	// H⁻¹∇log π, limited to 3 posterior sds.
+	// H⁻¹∇log π, limited to 5 posterior sds.
 	var t *tiling
 	var h *mat.SymDense
 	var l []float64
@@ -603,7 +604,7 @@ func (f *fit) prepare(ctx context.Context) error {
 		if l, err = cholInverse(h); err != nil {
 			return err
 		}
-		if it == 3 {
+		if it == 8 {
 			break
 		}
 		g := make([]float64, p)
@@ -614,9 +615,9 @@ func (f *fit) prepare(ctx context.Context) error {
 		// Newton step H⁻¹g = L Lᵀ g; its length in posterior sds is |Lᵀg|.
 		z := lTrans(l, g)
 		norm := math.Sqrt(dot(z, z))
-		if norm > 3 {
+		if norm > 5 {
 			for i := range z {
-				z[i] *= 3 / norm
+				z[i] *= 5 / norm
 			}
 		}
 		f.log("Newton step %d: %.2f posterior sds", it+1, norm)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"math/rand/v2"
@@ -21,17 +23,26 @@ import (
 var daxPath = filepath.Join("..", "..", "testdata", "dax_returns.csv")
 
 type paramJSON struct {
-	Mean, SD, Q05, Q50, Q95, ESS, Rhat *float64
+	Name                          string
+	Mean, SD, Q05, Q50, Q95, Rhat *float64
+	BulkESS                       *float64 `json:"bulk_ess"`
+	TailESS                       *float64 `json:"tail_ess"`
+	MCSE                          *float64
 }
 
 type outputJSON struct {
-	Model   string               `json:"model"`
-	Params  map[string]paramJSON `json:"params"`
-	KSD     *float64             `json:"ksd"`
-	Iters   int                  `json:"iters"`
-	Seconds float64              `json:"seconds"`
-	Chains  int                  `json:"chains"`
-	Kept    int                  `json:"kept"`
+	Model    string      `json:"model"`
+	Data     string      `json:"data"`
+	Gradient string      `json:"gradient"`
+	Params   []paramJSON `json:"params"`
+	KSD      *float64    `json:"ksd"`
+	Step     float64     `json:"step"`
+	Iters    int         `json:"iters"`
+	Adapt    int         `json:"adapt_iters"`
+	Seconds  float64     `json:"seconds"`
+	Chains   int         `json:"chains"`
+	Kept     int         `json:"kept"`
+	Warnings []string    `json:"warnings"`
 }
 
 // runJSON runs the program with -json and the given flags, and decodes its
@@ -41,7 +52,7 @@ func runJSON(t *testing.T, args ...string) (outputJSON, string) {
 	out := t.TempDir()
 	args = append([]string{"-json", "-out", out}, args...)
 	var stdout, stderr bytes.Buffer
-	if err := run(args, &stdout, &stderr); err != nil {
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("run %v: %v\nstderr:\n%s", args, err, stderr.String())
 	}
 	text := stdout.String()
@@ -64,15 +75,15 @@ func checkOutput(t *testing.T, o outputJSON, dir, model string, names []string, 
 		t.Errorf("model = %q, want %q", o.Model, model)
 	}
 	if len(o.Params) != len(names) {
-		t.Errorf("params has %d keys, want %v", len(o.Params), names)
+		t.Fatalf("params has %d rows, want %v", len(o.Params), names)
 	}
-	for _, name := range names {
-		p, ok := o.Params[name]
-		if !ok {
-			t.Errorf("params lacks %q", name)
-			continue
+	for i, name := range names {
+		p := o.Params[i]
+		if p.Name != name {
+			t.Errorf("params[%d] is %q, want %q", i, p.Name, name)
 		}
-		for key, v := range map[string]*float64{"mean": p.Mean, "sd": p.SD, "q05": p.Q05, "q50": p.Q50, "q95": p.Q95, "ess": p.ESS, "rhat": p.Rhat} {
+		for key, v := range map[string]*float64{"mean": p.Mean, "sd": p.SD, "q05": p.Q05, "q50": p.Q50, "q95": p.Q95,
+			"bulk_ess": p.BulkESS, "tail_ess": p.TailESS, "rhat": p.Rhat, "mcse": p.MCSE} {
 			if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 				t.Errorf("%s.%s is missing or not finite", name, key)
 			}
@@ -83,8 +94,12 @@ func checkOutput(t *testing.T, o outputJSON, dir, model string, names []string, 
 		if !(*p.Q05 <= *p.Q50 && *p.Q50 <= *p.Q95) || *p.Mean < *p.Q05 || *p.Mean > *p.Q95 {
 			t.Errorf("%s: quantiles %v, %v, %v and mean %v out of order", name, *p.Q05, *p.Q50, *p.Q95, *p.Mean)
 		}
-		if *p.SD <= 0 || *p.ESS <= 0 || *p.Rhat < 0.9 {
-			t.Errorf("%s: sd %v, ESS %v, R-hat %v not sane", name, *p.SD, *p.ESS, *p.Rhat)
+		if *p.SD <= 0 || *p.BulkESS <= 0 || *p.Rhat < 0.9 {
+			t.Errorf("%s: sd %v, ESS %v, R-hat %v not sane", name, *p.SD, *p.BulkESS, *p.Rhat)
+		}
+		// ESS below 400 or R-hat above 1.01 must come with a warning.
+		if (*p.BulkESS < 400 || *p.Rhat > 1.01) && !hasWarning(o.Warnings, name+":") {
+			t.Errorf("%s: ESS %.0f, R-hat %.3f but no warning in %q", name, *p.BulkESS, *p.Rhat, o.Warnings)
 		}
 	}
 	if o.KSD == nil || !(*o.KSD > 0) || math.IsInf(*o.KSD, 0) {
@@ -135,132 +150,70 @@ func checkOutput(t *testing.T, o outputJSON, dir, model string, names []string, 
 	}
 }
 
+func hasWarning(ws []string, prefix string) bool {
+	for _, w := range ws {
+		if strings.HasPrefix(w, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// short is a fast configuration: few particles and iterations.
+var short = []string{"-N", "100", "-warmup", "60", "-adapt", "60", "-iters", "150", "-chains", "2", "-ksd", "8", "-q"}
+
 func TestSVMOnDAX(t *testing.T) {
 	for _, prop := range []string{"guided", "bootstrap"} {
 		t.Run(prop, func(t *testing.T) {
-			o, dir := runJSON(t, "-data", daxPath, "-N", "100", "-warmup", "50", "-iters", "300", "-burnin", "100",
-				"-thin", "2", "-chains", "2", "-ksd", "10", "-q", "-proposal", prop)
-			checkOutput(t, o, dir, "svm", []string{"phi", "sigma", "tau"}, 2, 350, 2*100)
-			// Even this short run must put φ in the persistent range of daily
-			// returns and τ near the returns' scale (sd 1.03): loose sanity bounds.
-			if m := *o.Params["phi"].Mean; m < 0.5 || m >= 1 {
-				t.Errorf("phi mean %v, want a persistent volatility", m)
-			}
-			if m := *o.Params["tau"].Mean; m < 0.3 || m > 3 {
-				t.Errorf("tau mean %v, want the scale of the returns", m)
+			o, dir := runJSON(t, append([]string{"-data", daxPath, "-proposal", prop}, short...)...)
+			checkOutput(t, o, dir, "svm", models.SVM{}.ParamNames(), 2, 150, 300)
+			// Far from the grid reference (φ 0.942, σ 0.268, τ 0.869;
+			// gridref/ref_svm_dax.json) only if something is broken: a
+			// short run is still within 5 reference sds.
+			ref := []struct{ mean, sd float64 }{{0.9417, 0.0142}, {0.2682, 0.0298}, {0.8693, 0.0519}}
+			for i, r := range ref {
+				if z := (*o.Params[i].Mean - r.mean) / r.sd; math.Abs(z) > 5 {
+					t.Errorf("%s mean %.4f is %.1f reference sds from %.4f", o.Params[i].Name, *o.Params[i].Mean, z, r.mean)
+				}
 			}
 		})
-	}
-}
-
-// TestProposalReported checks that the text report names the proposal.
-func TestProposalReported(t *testing.T) {
-	for _, prop := range []string{"guided", "bootstrap"} {
-		var stdout, stderr bytes.Buffer
-		args := []string{"-data", daxPath, "-N", "50", "-warmup", "0", "-iters", "20", "-burnin", "10", "-chains", "1",
-			"-ksd", "0", "-q", "-out", t.TempDir(), "-proposal", prop}
-		if err := run(args, &stdout, &stderr); err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		if want := "N = 50 particles (" + prop + " proposal)"; !strings.Contains(stdout.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, stdout.String())
-		}
 	}
 }
 
 func TestGARCHOnDAX(t *testing.T) {
-	o, dir := runJSON(t, "-model", "garch", "-data", daxPath, "-N", "100", "-warmup", "50", "-iters", "200",
-		"-burnin", "100", "-chains", "2", "-ksd", "10", "-q")
-	checkOutput(t, o, dir, "garch", []string{"mu", "phi", "lambda", "tau"}, 2, 250, 2*100)
+	o, dir := runJSON(t, append([]string{"-model", "garch", "-data", daxPath}, short...)...)
+	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
 }
 
-// writeLGSSM simulates T observations from the LGSSM and writes them as a
-// one-column CSV with a header.
-func writeLGSSM(t *testing.T, T int, phi, sigma, tau float64, seed uint64) string {
-	t.Helper()
-	m := models.LGSSM{}
-	u, err := m.Params(phi, sigma, tau)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, y, err := m.Simulate(T, u, rand.New(rand.NewPCG(seed, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "lgssm.csv")
-	var b bytes.Buffer
-	if err := ssm.WriteCSV(&b, y); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append([]byte("y\n"), b.Bytes()...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+func TestLGSSMKalman(t *testing.T) {
+	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
+	o, dir := runJSON(t, "-model", "lgssm", "-kalman", "-data", data, "-warmup", "100", "-adapt", "100", "-iters", "300",
+		"-chains", "2", "-ksd", "10", "-q")
+	checkOutput(t, o, dir, "lgssm", models.LGSSM{}.ParamNames(), 2, 300, 600)
 }
 
-func TestLGSSMKalmanRuns(t *testing.T) {
-	data := writeLGSSM(t, 300, 0.9, 0.7, 1, 1)
-	for _, method := range []string{"psgld", "sgld", "sghmc"} {
-		t.Run(method, func(t *testing.T) {
-			o, dir := runJSON(t, "-model", "lgssm", "-kalman", "-method", method, "-data", data, "-warmup", "50",
-				"-iters", "300", "-burnin", "100", "-chains", "3", "-ksd", "20", "-q")
-			checkOutput(t, o, dir, "lgssm", []string{"phi", "sigma", "tau"}, 3, 350, 3*200)
-		})
-	}
-}
-
-// TestMultiSequence reads several sequences from a long-format CSV with an
-// id column, with -full gradients.
 func TestMultiSequence(t *testing.T) {
+	// Four weekly sequences of an LGSSM in long format with an id column.
 	m := models.LGSSM{}
 	u, _ := m.Params(0.8, 0.5, 0.5)
-	rng := rand.New(rand.NewPCG(2, 0))
+	rng := rand.New(rand.NewPCG(3, 4))
 	var b strings.Builder
 	b.WriteString("week,y\n")
-	for j := range 3 {
-		_, y, _ := m.Simulate(80, u, rng)
+	for w := 0; w < 4; w++ {
+		_, y, err := m.Simulate(120, u, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, v := range y.Y {
-			b.WriteString("w" + strconv.Itoa(j) + "," + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+			fmt.Fprintf(&b, "w%d,%g\n", w, v)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "weeks.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, dir := runJSON(t, "-model", "lgssm", "-data", path, "-id", "week", "-full", "-N", "50", "-warmup", "20",
-		"-iters", "100", "-burnin", "50", "-chains", "2", "-ksd", "5", "-q")
-	checkOutput(t, o, dir, "lgssm", []string{"phi", "sigma", "tau"}, 2, 120, 2*50)
-}
-
-// TestLGSSMAccuracy fits simulated LGSSM data (T = 2000) with exact Kalman
-// subsequence gradients and checks that the posterior means are near the
-// data-generating values. By the Bernstein–von Mises theorem the posterior
-// mean is within a few posterior sds of the truth; the sd reported by the
-// run is used as that scale (SGLD's gradient noise inflates it, which can
-// only loosen the test, so the sd is also required to be small: with
-// T = 2000 the Fisher information bounds the posterior sd of each
-// parameter well below 0.1).
-func TestLGSSMAccuracy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a few seconds of sampling")
-	}
-	truth := map[string]float64{"phi": 0.9, "sigma": 0.7, "tau": 1}
-	data := writeLGSSM(t, 2000, truth["phi"], truth["sigma"], truth["tau"], 7)
-	o, _ := runJSON(t, "-model", "lgssm", "-kalman", "-method", "sgld", "-data", data, "-eps", "0.1", "-warmup", "300",
-		"-iters", "6000", "-burnin", "1000", "-chains", "4", "-ksd", "50", "-q")
-	for name, want := range truth {
-		p := o.Params[name]
-		if *p.SD > 0.1 {
-			t.Errorf("%s: posterior sd %.3g, want < 0.1 for T = 2000", name, *p.SD)
-		}
-		if d := math.Abs(*p.Mean - want); d > 4**p.SD {
-			t.Errorf("%s: posterior mean %.4f is %.2g from the truth %v, more than 4 sd (%.3g)", name, *p.Mean, d, want, *p.SD)
-		}
-		if *p.Rhat > 1.05 {
-			t.Errorf("%s: R-hat %.3f > 1.05", name, *p.Rhat)
-		}
-		t.Logf("%s: mean %.4f sd %.4f (truth %v), ESS %.0f, R-hat %.3f", name, *p.Mean, *p.SD, want, *p.ESS, *p.Rhat)
-	}
+	o, dir := runJSON(t, append([]string{"-model", "lgssm", "-data", path, "-id", "week"}, short...)...)
+	checkOutput(t, o, dir, "lgssm", m.ParamNames(), 2, 150, 300)
 }
 
 func TestBadInput(t *testing.T) {
@@ -271,8 +224,6 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(short, []byte(strings.Repeat("0.1\n", 50)), 0o644)
 	allNA := filepath.Join(dir, "na.csv")
 	os.WriteFile(allNA, []byte("y\nNA\n\nNaN\n"), 0o644)
-	tiny := filepath.Join(dir, "tiny.csv")
-	os.WriteFile(tiny, []byte("y\n1\n-2\n"), 0o644)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -281,19 +232,20 @@ func TestBadInput(t *testing.T) {
 		{"missing file", []string{"-data", filepath.Join(dir, "nope.csv")}, "no such file"},
 		{"malformed CSV", []string{"-data", malformed}, "line 3"},
 		{"unknown model", []string{"-model", "arma"}, `unknown model "arma"`},
-		{"unknown method", []string{"-method", "hmc"}, `unknown method "hmc"`},
+		{"unknown gradient", []string{"-gradient", "hmc"}, `unknown gradient "hmc"`},
 		{"unknown proposal", []string{"-proposal", "apf"}, `unknown proposal "apf"`},
 		{"all missing", []string{"-data", allNA}, "no observed values"},
-		{"diverging chains", []string{"-data", tiny, "-full", "-iters", "300", "-burnin", "5", "-warmup", "0", "-chains", "2", "-N", "50", "-eps", "1e4"}, "try a smaller -eps"},
+		{"step too large", []string{"-step", "1"}, "-step = 1 must be in (0, 1)"},
+		{"thin zero", []string{"-thin", "0"}, "-thin = 0"},
 		{"S + 2B > T", []string{"-data", short}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
-		{"burn-in too long", []string{"-iters", "10", "-burnin", "10"}, "leaves no draws"},
+		{"negative iterations", []string{"-iters", "-1"}, "-iters = -1"},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},
 		{"bad flag", []string{"-iters", "many"}, "invalid value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(append([]string{"-out", t.TempDir(), "-q"}, c.args...), &stdout, &stderr)
+			err := run(context.Background(), append([]string{"-out", t.TempDir(), "-q"}, c.args...), &stdout, &stderr)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -307,44 +259,22 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestScaleWarning(t *testing.T) {
+func TestDataWarnings(t *testing.T) {
+	seq := func(v ...float64) ssm.Dataset { return ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: v}}} }
 	for _, c := range []struct {
 		model string
-		v     float64
-		warn  bool
-	}{{"svm", 1.06, false}, {"svm", 0.01, false}, {"svm", 100, false}, {"svm", 1e-4, true}, {"lgssm", 1e4, true},
-		{"svm", 0.0099, true}, {"garch", 1.06, false}, {"garch", 3, true}, {"svm", 3, false}} {
-		if got := scaleWarning(c.model, c.v) != ""; got != c.warn {
-			t.Errorf("%s, variance %v: warning %v, want %v", c.model, c.v, got, c.warn)
-		}
-	}
-	// The bundled DAX returns (percent) get no warning; the same in
-	// decimals do, on stderr, and the run still succeeds.
-	dir := t.TempDir()
-	seq, err := ssm.ReadCSVFile(daxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, v := range seq.Y[:200] {
-		b.WriteString(strconv.FormatFloat(v/100, 'g', -1, 64) + "\n")
-	}
-	dec := filepath.Join(dir, "dec.csv")
-	if err := os.WriteFile(dec, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		data string
-		warn bool
-	}{{daxPath, false}, {dec, true}} {
-		var stdout, stderr bytes.Buffer
-		args := []string{"-data", c.data, "-N", "50", "-warmup", "0", "-iters", "20", "-burnin", "10", "-chains", "1",
-			"-ksd", "0", "-q", "-out", dir}
-		if err := run(args, &stdout, &stderr); err != nil {
-			t.Fatalf("%s: %v", c.data, err)
-		}
-		if got := strings.Contains(stderr.String(), "default priors"); got != c.warn {
-			t.Errorf("%s: warning printed %v, want %v (stderr %q)", c.data, got, c.warn, stderr.String())
+		data  ssm.Dataset
+		want  string // substring of the warning, "" for none
+	}{
+		{"svm", seq(1, -1, 0.5, -0.5), ""},
+		{"svm", seq(0.01, -0.01, 0.005), "default priors"},
+		{"lgssm", seq(100, -100, 50), "default priors"},
+		{"garch", seq(2, -2, 1.5, -1.5), "GARCH prior"},
+		{"svm", seq(0, 0, 0, math.NaN(), 0), "constant"},
+	} {
+		got := strings.Join(dataWarnings(c.model, c.data), " ")
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s %v: warnings %q, want %q", c.model, c.data.Sequences[0].Y, got, c.want)
 		}
 	}
 }
