@@ -114,58 +114,106 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		return est
 	}
-	trace := &Trace{Transform: natural, NaturalDim: len(names)}
-	recs := []Recorder{trace}
+	var user *segmented
 	if f.s.Recorder != nil {
-		recs = append(recs, f.s.Recorder)
+		user = &segmented{r: f.s.Recorder}
 	}
-	if f.s.Progress != nil {
-		recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
-	}
-	f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
-		f.s.Chains, iters, pr.Gradient, h, pr.IAT)
 	w := f.noiseW()
-	res, runErr := Run(ctx, newEst,
-		func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
-		func(c int, u []float64) error { copy(u, pr.Starts[c]); return nil },
-		f.dim, Settings{
+	starts := pr.Starts
+	burn := pr.AdaptIterations
+	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin}
+	post.U = make([][]float64, f.s.Chains)
+	post.Natural = make([][]float64, f.s.Chains)
+	// Segments: the first of the planned length; while the ESS falls short
+	// of TargetESS (the autocorrelation time of a short adaptation window
+	// is a rough guess), up to two more, continuing every chain where it
+	// stopped. A fixed Iterations, a time budget or a checkpoint make it
+	// one segment.
+	var res *Result
+	var runErr error
+	stopped := 0
+	for seg := 0; ; seg++ {
+		trace := &Trace{Transform: natural, NaturalDim: len(names)}
+		recs := []Recorder{trace}
+		if user != nil {
+			recs = append(recs, user)
+		}
+		if f.s.Progress != nil {
+			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
+		}
+		f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
+			f.s.Chains, iters, pr.Gradient, h, pr.IAT)
+		st := Settings{
 			Iterations:  iters,
 			Runtime:     f.s.MaxTime,
 			Thin:        f.s.Thin,
 			Schedule:    Constant(h),
 			Chains:      f.s.Chains,
 			Concurrency: f.s.Workers,
-			Seed:        f.s.Seed,
+			Seed:        f.s.Seed + uint64(seg)*0x6A09E667F3BCC909,
 			NonFinite:   Skip,
 			Recorder:    Multi(recs...),
 			RecordAll:   true,
-			Checkpoint:  f.s.Checkpoint,
-			Resume:      f.s.Checkpoint != "",
-		})
-	if setupErr != nil {
-		return nil, setupErr
+		}
+		if seg == 0 {
+			st.Checkpoint, st.Resume = f.s.Checkpoint, f.s.Checkpoint != ""
+		}
+		res, runErr = Run(ctx, newEst,
+			func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
+			func(c int, u []float64) error { copy(u, starts[c]); return nil },
+			f.dim, st)
+		if setupErr != nil {
+			return nil, setupErr
+		}
+		if res == nil {
+			return nil, runErr
+		}
+		post.Run = res
+		post.Sampling += res.Runtime
+		for c, ch := range res.Chains {
+			post.Iterations = min(post.Iterations, ch.Iterations)
+			post.Skipped += ch.Skipped
+			starts[c] = ch.U
+			if ch.Err != nil {
+				stopped++
+				post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stopped at iteration %d: %v", c, ch.Iterations, ch.Err))
+			}
+		}
+		for c, ch := range trace.Chains {
+			post.U[c] = append(post.U[c], ch.U...)
+			post.Natural[c] = append(post.Natural[c], ch.Natural...)
+		}
+		if user != nil {
+			user.offset += iters
+		}
+		if seg == 2 || runErr != nil || stopped > 0 || f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
+			break
+		}
+		ess := minESS(post, len(names))
+		if ess >= float64(f.s.TargetESS) {
+			break
+		}
+		more := float64(iters*(seg+1)) * (float64(f.s.TargetESS)/math.Max(ess, 1) - 1) * 1.2
+		iters = min(50000, max(200, int(math.Ceil(more))))
+		f.log("bulk ESS %.0f < %d: %d more iterations per chain", ess, f.s.TargetESS, iters)
 	}
-	if res == nil {
-		return nil, runErr
-	}
-	burn := pr.AdaptIterations
-	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin,
-		Run: res, Sampling: res.Runtime, Iterations: math.MaxInt}
-	stopped := 0
-	for c, ch := range res.Chains {
-		post.Iterations = min(post.Iterations, ch.Iterations)
-		post.Skipped += ch.Skipped
-		if ch.Err != nil {
-			stopped++
-			post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stopped at iteration %d: %v", c, ch.Iterations, ch.Err))
+	if user != nil {
+		if err := user.r.Done(res); err != nil {
+			post.Warnings = append(post.Warnings, "recorder: "+err.Error())
 		}
 	}
-	for _, ch := range trace.Chains {
-		if ch.Len() > 0 {
-			post.U = append(post.U, ch.U)
-			post.Natural = append(post.Natural, ch.Natural)
+	post.Iterations = 0
+	for _, c := range post.U {
+		post.Iterations = max(post.Iterations, len(c)/f.dim*f.s.Thin)
+	}
+	// Drop chains without draws.
+	var us, nat [][]float64
+	for c := range post.U {
+		if len(post.U[c]) > 0 {
+			us, nat = append(us, post.U[c]), append(nat, post.Natural[c])
 		}
 	}
+	post.U, post.Natural = us, nat
 	if post.Draws() == 0 {
 		if runErr != nil {
 			return nil, fmt.Errorf("sgmcmc: no draws kept: %w", runErr)
@@ -408,4 +456,54 @@ func (f *fit) fingerprint() string {
 	s := f.s
 	return fmt.Sprintf("%T|%x|S%d B%d N%d P%d E%v G%d W%d A%d K%d h%v seed%d chains%d init%v",
 		f.model, h, s.S, s.B, s.N, s.Proposal, s.Exact, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes, s.StepSize, s.Seed, s.Chains, s.Init)
+}
+
+// segmented passes a user's recorder the draws of every sampling segment
+// as one run: Init once, iterations numbered on from the previous
+// segments, Done once at the end (by sample).
+type segmented struct {
+	r      Recorder
+	offset int
+	inited bool
+	d      Draw
+}
+
+func (s *segmented) Init(info Info) error {
+	if s.inited {
+		return nil
+	}
+	s.inited = true
+	return s.r.Init(info)
+}
+
+func (s *segmented) Record(d *Draw) error {
+	s.d = *d
+	s.d.Iter += s.offset
+	return s.r.Record(&s.d)
+}
+
+func (s *segmented) Done(*Result) error { return nil }
+
+// minESS returns the smallest bulk ESS over the natural parameters.
+func minESS(p *Posterior, d int) float64 {
+	n := math.MaxInt
+	for _, c := range p.Natural {
+		n = min(n, len(c)/d)
+	}
+	if n < 4 {
+		return 0
+	}
+	ess := math.Inf(1)
+	for j := range d {
+		cols := make([][]float64, len(p.Natural))
+		for c, x := range p.Natural {
+			col := make([]float64, n)
+			for i := range col {
+				col[i] = x[i*d+j]
+			}
+			cols[c] = col
+		}
+		ess = math.Min(ess, ksd.BulkESS(cols))
+	}
+	return ess
 }
