@@ -51,8 +51,12 @@ type FitSettings struct {
 	// negative B means no buffer). They are lowered to fit a sequence
 	// shorter than S + 2B.
 	S, B int
-	// N is the number of particles (0: 1000).
+	// N is the number of particles of the chains' filter (0: 1000).
 	N int
+	// AnchorParticles is the number of particles of the filter that
+	// estimates the full-data score at the mode, whose particle bias the
+	// control-variate chains inherit (0: 4N).
+	AnchorParticles int
 	// Proposal is the particle filter's proposal (zero value pf.Auto: the
 	// model kernel's guided proposal when it has one).
 	Proposal pf.Proposal
@@ -126,8 +130,9 @@ type fit struct {
 	model ssm.Model
 	data  ssm.Dataset
 	dim   int
-	gset  gradient.Settings
-	u0    []float64 // starting point
+	gset  gradient.Settings // the chains' filter
+	aset  gradient.Settings // the anchor's filter (AnchorParticles)
+	u0    []float64         // starting point
 	log   func(format string, a ...any)
 
 	prep Preparation
@@ -212,8 +217,8 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	switch {
 	case s.S < 0:
 		return nil, bad("S = %d is negative", s.S)
-	case s.N < 0:
-		return nil, bad("N = %d is negative", s.N)
+	case s.N < 0 || s.AnchorParticles < 0:
+		return nil, bad("N = %d and AnchorParticles = %d must not be negative", s.N, s.AnchorParticles)
 	case s.WarmUp < 0 || s.AnchorPasses < 0 || s.NoiseProbes < 0:
 		return nil, bad("WarmUp, AnchorPasses and NoiseProbes must not be negative")
 	case s.StepSize < 0 || math.IsNaN(s.StepSize) || s.StepSize >= 1:
@@ -288,6 +293,11 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	}
 	if _, err := gradient.New(model, data, f.gset); err != nil {
 		return nil, err
+	}
+	f.aset = f.gset
+	f.aset.PF.N = s.AnchorParticles
+	if f.aset.PF.N == 0 {
+		f.aset.PF.N = 4 * s.N
 	}
 	u0, err := f.startPoint()
 	if err != nil {
@@ -365,7 +375,7 @@ type tiling struct {
 }
 
 // tile runs passes tiling passes at u on the workers, with random offsets.
-func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64) (*tiling, error) {
+func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, set gradient.Settings) (*tiling, error) {
 	p := f.dim
 	grads := make([][]float64, passes)
 	fishers := make([][]float64, passes)
@@ -377,7 +387,7 @@ func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			est := f.newEstimator(f.gset)
+			est := f.newEstimator(set)
 			for i := range next {
 				rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
 				offset := rng.IntN(max(f.s.S, 1))
@@ -594,7 +604,7 @@ func (f *fit) prepare(ctx context.Context) error {
 	var h *mat.SymDense
 	var l []float64
 	for it := 0; ; it++ {
-		if t, err = f.tile(ctx, u, passes, stream); err != nil {
+		if t, err = f.tile(ctx, u, passes, stream, f.gset); err != nil {
 			return err
 		}
 		stream += uint64(passes)
@@ -624,26 +634,37 @@ func (f *fit) prepare(ctx context.Context) error {
 		u = lMul(u, l, z)
 		if norm < 0.5 {
 			// Close enough: the anchor only needs a precise score, not the exact mode.
-			if t, err = f.tile(ctx, u, passes, stream); err != nil {
+			if t, err = f.tile(ctx, u, passes, stream, f.gset); err != nil {
 				return err
 			}
 			stream += uint64(passes)
 			break
 		}
 	}
-	// More passes at the anchor until its error moves the mean by < 0.1 sd.
+	// The anchor: fresh passes with AnchorParticles until its error moves
+	// the mean by < 0.1 sd. The control-variate chains inherit the
+	// anchor's particle bias (the bias of g_S(u) − g_S(u*) mostly cancels),
+	// so a larger filter here buys a smaller bias at the cost of the
+	// preparation only.
+	fisher := t.fisher
+	if !f.s.Exact {
+		if t, err = f.tile(ctx, u, min(2, f.s.AnchorPasses), stream, f.aset); err != nil {
+			return err
+		}
+		stream += 2
+	}
 	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
 	for !f.s.Exact && t.passes < f.s.AnchorPasses && shift() > 0.1 {
 		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
 		more := min(max(need-t.passes, f.s.Workers), f.s.AnchorPasses-t.passes)
-		o, err := f.tile(ctx, u, more, stream)
+		o, err := f.tile(ctx, u, more, stream, f.aset)
 		if err != nil {
 			return err
 		}
 		stream += uint64(more)
 		t.merge(o)
 	}
-	if h, err = f.hessian(u, t.fisher); err != nil {
+	if h, err = f.hessian(u, fisher); err != nil {
 		return err
 	}
 	if l, err = cholInverse(h); err != nil {
