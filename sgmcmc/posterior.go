@@ -115,7 +115,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		return est
 	}
 	var user *segmented
-	if f.s.Recorder != nil {
+	if f.s.Recorder != nil && f.s.Checkpoint == "" {
 		user = &segmented{r: f.s.Recorder}
 	}
 	w := f.noiseW()
@@ -135,8 +135,13 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	for seg := 0; ; seg++ {
 		trace := &Trace{Transform: natural, NaturalDim: len(names)}
 		recs := []Recorder{trace}
-		if user != nil {
+		switch {
+		case user != nil:
 			recs = append(recs, user)
+		case f.s.Recorder != nil:
+			// One segment with a checkpoint: the recorder itself, so that a
+			// Resumer (CSVRecorder) continues its file on resume.
+			recs = append(recs, f.s.Recorder)
 		}
 		if f.s.Progress != nil {
 			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
