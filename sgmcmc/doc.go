@@ -64,4 +64,39 @@
 // CheckpointEvery when all chains reach them. Resuming (Settings.Resume) after
 // a crash or kill -9 continues every chain bit-for-bit as the uninterrupted
 // run and truncates the CSV file so no row is lost or duplicated.
+//
+// # Fit: a calibrated posterior in one call
+//
+// Fit is the layer above Run: it composes package gradient (the buffered
+// particle gradient, its tiling into a full-data score and its control
+// variate) and package ksd (diagnostics) into model + data → Posterior.
+// Plain SGLD on a subsampled gradient with noise covariance V has, on a
+// posterior of curvature H, the stationary variance H⁻¹(1 + hλ/2)/(1 − h/2)
+// in each direction (λ an eigenvalue of the noise in posterior units), and
+// V grows like T²/S for a subsequence estimator while h must shrink like
+// 1/T: the longer the series, the wider the posterior. Fit removes both
+// factors:
+//
+//  1. The control variate g(u) = ĝ_full(u*) + g_S(u) − g_S(u*) around the
+//     mode u* (Baker, Fearnhead, Fox and Nemeth 2019), both g_S on the same
+//     window with the same random numbers, has noise that vanishes at u*
+//     up to particle noise; ĝ_full(u*) comes from tiling passes averaged
+//     until its error moves the mean by less than 0.1 posterior sd.
+//  2. Precond moves u ← u + hMĝ + Lζ with M = LLᵀ an estimate of the
+//     posterior covariance and ζ ~ N(0, (2h − h²)I − h²W), W = LᵀVL the
+//     measured gradient noise: the noise the gradient brings is subtracted
+//     from the noise injected, and −h² corrects the Euler step, so that
+//     on a Gaussian posterior with M its covariance the stationary
+//     covariance is exactly M whatever h and V (TestPrecondStationary).
+//  3. M starts from the empirical Fisher information of the tiled windows
+//     plus the prior's curvature and is adapted in three windows to the
+//     covariance of the chains' draws (as Stan adapts its metric); after
+//     each, V is re-measured at the chains' states, where the control
+//     variate's noise (growing with |u − u*|) actually is. The step is
+//     h = min(0.25, 1/(1 + λ_max(W))), which keeps at least half of SGLD's
+//     injected noise.
+//  4. The number of iterations aims at TargetESS from the autocorrelation
+//     measured in the last window, extended while the bulk ESS falls short.
+//     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
+//     skipped iterations, interrupts, budgets and an imprecise anchor.
 package sgmcmc
