@@ -253,8 +253,13 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	if s.N == 0 {
 		s.N = 1000
 	}
-	if s.N > 1<<24 {
-		return nil, bad("N = %d particles would need over %d GB per filter", s.N, s.N>>24)
+	// A filter holds about 3 state rows, 2 statistic rows and 6 scalars
+	// per particle in float64; the anchor's filter has AnchorParticles.
+	perParticle := 8 * (3*d.State + 2*d.Param + 6)
+	for _, n := range []int{s.N, s.AnchorParticles, 4 * s.N} {
+		if need := float64(n) * float64(perParticle); need > 4<<30 {
+			return nil, bad("%d particles would need %.1f GB per filter (%d bytes each); the limit is 4 GB", n, need/(1<<30), perParticle)
+		}
 	}
 	if s.WarmUp == 0 {
 		s.WarmUp = 300

@@ -278,3 +278,11 @@ func TestDataWarnings(t *testing.T) {
 		}
 	}
 }
+
+func TestTooManyParticles(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"-data", daxPath, "-N", "1000000000", "-q", "-out", t.TempDir()}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "GB per filter") {
+		t.Errorf("-N 1e9: error %v, want one naming the memory needed", err)
+	}
+}
