@@ -264,11 +264,31 @@ func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior)
 	}
 	fmt.Fprintf(w, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %d sampling iterations per chain\n",
 		pr.StepSize, pr.IAT, post.BurnIn, post.Iterations)
+	fmt.Fprintf(w, "gradient noise variance per coordinate of u, control variate / plain: %s (at the chains' states)\n", fmtList(noiseRatio(pr)))
 	fmt.Fprintf(w, "preparation %.1f s, sampling %.1f s, total %.1f s\n", pr.Seconds, post.Sampling.Seconds(), post.Total.Seconds())
 	for _, warn := range post.Warnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}
 	return nil
+}
+
+// noiseRatio returns V_cv[i,i]/V_plain[i,i], the variance reduction of the
+// control variate per coordinate of u.
+func noiseRatio(pr sgmcmc.Preparation) []float64 {
+	p := len(pr.Mode)
+	r := make([]float64, p)
+	for i := range r {
+		r[i] = pr.NoiseCV[i*p+i] / pr.NoisePlain[i*p+i]
+	}
+	return r
+}
+
+func fmtList(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.3g", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // jsonParam is one row of the JSON summary.
@@ -306,12 +326,13 @@ func writeJSON(w io.Writer, c *config, post *sgmcmc.Posterior) error {
 		Params   []jsonParam     `json:"params"`
 		KSD      json.RawMessage `json:"ksd"`
 		Step     float64         `json:"step"`
+		Noise    []float64       `json:"noise_ratio"`
 		Iters    int             `json:"iters"`
 		Adapt    int             `json:"adapt_iters"`
 		Seconds  float64         `json:"seconds"`
 		Chains   int             `json:"chains"`
 		Kept     int             `json:"kept"`
 		Warnings []string        `json:"warnings"`
-	}{c.model, c.data, post.Preparation.Gradient.String(), params, f(k), post.Preparation.StepSize, post.Iterations,
+	}{c.model, c.data, post.Preparation.Gradient.String(), params, f(k), post.Preparation.StepSize, noiseRatio(post.Preparation), post.Iterations,
 		post.BurnIn, post.Total.Seconds(), len(post.U), post.Draws(), warnings})
 }

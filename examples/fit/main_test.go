@@ -37,6 +37,7 @@ type outputJSON struct {
 	Params   []paramJSON `json:"params"`
 	KSD      *float64    `json:"ksd"`
 	Step     float64     `json:"step"`
+	Noise    []float64   `json:"noise_ratio"`
 	Iters    int         `json:"iters"`
 	Adapt    int         `json:"adapt_iters"`
 	Seconds  float64     `json:"seconds"`
