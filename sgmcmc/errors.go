@@ -16,6 +16,9 @@ var (
 	// ErrCheckpoint marks a checkpoint that cannot be written, read or
 	// matched with the run that tries to resume from it.
 	ErrCheckpoint = errors.New("sgmcmc: checkpoint")
+	// ErrPanic marks a chain stopped by a panic in its estimator or
+	// method, recovered by Run and reported as a *ChainError.
+	ErrPanic = errors.New("sgmcmc: recovered panic")
 )
 
 // NonFiniteError reports a NaN or infinite gradient estimate or parameter.

@@ -300,6 +300,15 @@ func (ch *chain) run(ctx context.Context, target int, st *Settings, rec *lockedR
 	t0 := time.Now()
 	defer func() { ch.res.Elapsed += time.Since(t0) }()
 	s, r := ch.s, &ch.res
+	// A panic in an estimator or a method (a dimension mismatch, a typed
+	// nil) stops this chain with an error naming it instead of killing
+	// the process from a goroutine the caller cannot recover in.
+	defer func() {
+		if p := recover(); p != nil {
+			r.Status = Failure
+			r.Err = &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("%w: panic: %v", ErrPanic, p)}
+		}
+	}()
 	done := ctx.Done()
 	for {
 		if st.Iterations > 0 && s.k >= st.Iterations {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -318,5 +319,30 @@ func TestSettingsErrors(t *testing.T) {
 	_, err := Run(context.Background(), noisy2, sgld, zeroInit, 2, Settings{Iterations: 10, Schedule: Cyclical{}})
 	if !errors.Is(err, ErrStepSize) {
 		t.Errorf("error %v, want ErrStepSize", err)
+	}
+}
+
+// A panicking estimator stops its own chain with an error naming it; the
+// other chains finish and the process survives.
+func TestRunRecoversPanic(t *testing.T) {
+	newEst := func(c int) Estimator {
+		return EstimatorFunc(func(_ context.Context, grad, u []float64, _ *rand.Rand) (float64, error) {
+			if c == 1 {
+				var m map[string]int
+				m["boom"]++ // nil map write
+			}
+			for i := range grad {
+				grad[i] = -u[i]
+			}
+			return 0, nil
+		})
+	}
+	res, err := Run(context.Background(), newEst, func(int) Method { return &SGLD{} },
+		func(int, []float64) error { return nil }, 2, Settings{Iterations: 50, Chains: 2, Schedule: Constant(0.1)})
+	if !errors.Is(err, ErrPanic) || !strings.Contains(err.Error(), "chain 1") {
+		t.Fatalf("error %v, want ErrPanic naming chain 1", err)
+	}
+	if res.Chains[0].Status != IterationLimit || res.Chains[0].Iterations != 50 || res.Chains[1].Status != Failure {
+		t.Errorf("chain statuses %v (%d iterations), %v", res.Chains[0].Status, res.Chains[0].Iterations, res.Chains[1].Status)
 	}
 }
