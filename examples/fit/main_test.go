@@ -164,6 +164,9 @@ func hasWarning(ws []string, prefix string) bool {
 var short = []string{"-N", "100", "-warmup", "60", "-adapt", "60", "-iters", "150", "-chains", "2", "-ksd", "8", "-q"}
 
 func TestSVMOnDAX(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit: long test")
+	}
 	for _, prop := range []string{"guided", "bootstrap"} {
 		t.Run(prop, func(t *testing.T) {
 			o, dir := runJSON(t, append([]string{"-data", daxPath, "-proposal", prop}, short...)...)
@@ -182,11 +185,17 @@ func TestSVMOnDAX(t *testing.T) {
 }
 
 func TestGARCHOnDAX(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit: long test")
+	}
 	o, dir := runJSON(t, append([]string{"-model", "garch", "-data", daxPath}, short...)...)
 	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
 }
 
 func TestLGSSMKalman(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit: long test")
+	}
 	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
 	o, dir := runJSON(t, "-model", "lgssm", "-kalman", "-data", data, "-warmup", "100", "-adapt", "100", "-iters", "300",
 		"-chains", "2", "-ksd", "10", "-q")
@@ -194,6 +203,9 @@ func TestLGSSMKalman(t *testing.T) {
 }
 
 func TestMultiSequence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit: long test")
+	}
 	// Four weekly sequences of an LGSSM in long format with an id column.
 	m := models.LGSSM{}
 	u, _ := m.Params(0.8, 0.5, 0.5)
