@@ -74,7 +74,7 @@ type FitSettings struct {
 	// to 0.1 posterior sd; exact gradients need one).
 	AnchorPasses int
 	// NoiseProbes is the number of points at which the gradient noise is
-	// measured, two evaluations each (0: 48).
+	// measured, two evaluations each (0: 96).
 	NoiseProbes int
 
 	// StepSize is the step h in posterior-scale units (see Precond); 0
@@ -268,7 +268,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		s.AnchorPasses = 48
 	}
 	if s.NoiseProbes == 0 {
-		s.NoiseProbes = 48
+		s.NoiseProbes = 96
 	}
 	if s.TargetESS == 0 {
 		s.TargetESS = 400

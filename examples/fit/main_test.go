@@ -299,3 +299,30 @@ func TestTooManyParticles(t *testing.T) {
 		t.Errorf("-N 1e9: error %v, want one naming the memory needed", err)
 	}
 }
+
+// Real return series have days with no change: a DAX series with every
+// other value set to exactly 0 fits without error and with finite output.
+func TestZerosHeavyData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit: long test")
+	}
+	seq, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i, v := range seq.Y[:600] {
+		if i%2 == 0 {
+			v = 0
+		}
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "zeros.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, prop := range []string{"guided", "bootstrap"} {
+		o, dir := runJSON(t, append([]string{"-data", path, "-proposal", prop}, short...)...)
+		checkOutput(t, o, dir, "svm", models.SVM{}.ParamNames(), 2, 150, 300)
+	}
+}
