@@ -1,17 +1,25 @@
 package sgmcmc
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
-const checkpointFormat = "pbsgmcmc/sgmcmc checkpoint v1"
+const checkpointFormat = "pbsgmcmc/sgmcmc checkpoint v2"
+
+// checksumPrefix starts the last line of a checkpoint file: the SHA-256 of
+// everything before it, so a damaged or edited file is refused.
+const checksumPrefix = "sha256 "
 
 // checkpointData is the JSON content of a checkpoint file. Floating-point
 // state is stored as little-endian bytes (base64 in JSON) so it is bit-exact.
@@ -20,6 +28,7 @@ type checkpointData struct {
 	Dim, Chains  int
 	Seed         uint64
 	BurnIn, Thin int
+	Fingerprint  string `json:",omitempty"`
 	State        []chainState
 	Recorder     []byte `json:",omitempty"`
 }
@@ -38,6 +47,15 @@ type chainState struct {
 }
 
 func (d *checkpointData) matches(dim int, s *Settings) error {
+	if d.Fingerprint != s.Fingerprint {
+		return fmt.Errorf("%w: written by a run with other settings or data (fingerprint %q, this run %q)",
+			ErrCheckpoint, d.Fingerprint, s.Fingerprint)
+	}
+	for c, st := range d.State {
+		if st.Iter < 0 || st.Kept < 0 || st.Skipped < 0 || st.Elapsed < 0 {
+			return fmt.Errorf("%w: chain %d has iteration %d, %d kept, %d skipped, elapsed %v", ErrCheckpoint, c, st.Iter, st.Kept, st.Skipped, st.Elapsed)
+		}
+	}
 	if d.Dim != dim || d.Chains != s.Chains || d.Seed != s.Seed || d.BurnIn != s.BurnIn || d.Thin != s.Thin || len(d.State) != d.Chains {
 		return fmt.Errorf("%w: written by a run with dim %d, %d chains, seed %d, burn-in %d, thin %d; "+
 			"this run has dim %d, %d chains, seed %d, burn-in %d, thin %d",
@@ -123,7 +141,7 @@ func (ch *chain) restore(st *chainState) error {
 // must not be running.
 func writeCheckpoint(path string, dim int, s *Settings, chains []*chain, rec *lockedRecorder) error {
 	d := checkpointData{Format: checkpointFormat, Dim: dim, Chains: len(chains), Seed: s.Seed,
-		BurnIn: s.BurnIn, Thin: s.Thin, State: make([]chainState, len(chains))}
+		BurnIn: s.BurnIn, Thin: s.Thin, Fingerprint: s.Fingerprint, State: make([]chainState, len(chains))}
 	for c, ch := range chains {
 		var err error
 		if d.State[c], err = ch.state(); err != nil {
@@ -143,6 +161,9 @@ func writeCheckpoint(path string, dim int, s *Settings, chains []*chain, rec *lo
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
+	sum := sha256.Sum256(b)
+	b = append(b, '\n')
+	b = append(b, checksumPrefix+hex.EncodeToString(sum[:])+"\n"...)
 	if err := atomicWrite(path, b); err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
@@ -201,12 +222,40 @@ func readCheckpoint(path string) (*checkpointData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
+	body, tail, ok := bytes.Cut(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"+checksumPrefix))
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is damaged or not a checkpoint: no checksum line", ErrCheckpoint, path)
+	}
+	sum := sha256.Sum256(body)
+	if string(tail) != hex.EncodeToString(sum[:]) {
+		return nil, fmt.Errorf("%w: %s is damaged: its checksum does not match its content", ErrCheckpoint, path)
+	}
 	var d checkpointData
-	if err := json.Unmarshal(b, &d); err != nil {
+	if err := json.Unmarshal(body, &d); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
 	}
 	if d.Format != checkpointFormat {
 		return nil, fmt.Errorf("%w: %s is not a checkpoint (format %q)", ErrCheckpoint, path, d.Format)
 	}
 	return &d, nil
+}
+
+// removeStaleTemps deletes the temporary files a crash in atomicWrite can
+// leave next to path (only one run may use a checkpoint path at a time).
+func removeStaleTemps(path string) {
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), globEscape(filepath.Base(path))+".tmp*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -259,3 +259,59 @@ func TestResumeExtend(t *testing.T) {
 		t.Errorf("mismatched resume: %v", err)
 	}
 }
+
+// Damaged or edited checkpoints are refused with an error naming the cause,
+// and so is a checkpoint of a run with another fingerprint; stale temporary
+// files of a crashed write are removed.
+func TestCheckpointDamage(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ckRun(dir, 400, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ck.json")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := path + ".tmp123"
+	os.WriteFile(stale, []byte("torn"), 0o644)
+	flip := slices.Clone(orig)
+	flip[len(flip)/3] ^= 0x04
+	edit := func(old, new string) []byte {
+		s := strings.Replace(string(orig), old, new, 1)
+		if s == string(orig) {
+			t.Fatalf("%q not in the checkpoint", old)
+		}
+		return []byte(s)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"bit flip", flip, "checksum"},
+		{"iteration -5", edit(`"Iter":400`, `"Iter":-5`), "checksum"},
+		{"iteration 99999", edit(`"Iter":400`, `"Iter":99999`), "checksum"},
+		{"truncated", orig[:len(orig)/2], "damaged"},
+	} {
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ckRun(dir, 800, true, 0)
+		if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want ErrCheckpoint mentioning %q", c.name, err, c.want)
+		}
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temporary file %s was not removed", stale)
+	}
+	// A valid checkpoint from a run with another fingerprint.
+	os.WriteFile(path, orig, 0o644)
+	_, err = Run(context.Background(), func(int) Estimator { return &counting{gauss: gauss{Mu: []float64{1, -1}, P: []float64{2, 0.5, 0.5, 1}}} },
+		func(int) Method { return &SGLD{} }, func(int, []float64) error { return nil }, 2,
+		Settings{Iterations: 800, BurnIn: 100, Thin: 1, Schedule: Constant(0.01), Chains: 2, Seed: 11,
+			Checkpoint: path, Resume: true, Fingerprint: "N=500"})
+	if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "fingerprint") {
+		t.Errorf("other fingerprint: error %v, want ErrCheckpoint naming the fingerprint", err)
+	}
+}

@@ -126,7 +126,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	post.Natural = make([][]float64, f.s.Chains)
 	// Segments: the first of the planned length; while the ESS falls short
 	// of TargetESS (the autocorrelation time of a short adaptation window
-	// is a rough guess), up to two more, continuing every chain where it
+	// is a rough guess) or R-hat exceeds 1.01, up to two more, continuing every chain where it
 	// stopped. A fixed Iterations, a time budget or a checkpoint make it
 	// one segment.
 	var res *Result
@@ -161,7 +161,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			RecordAll:   true,
 		}
 		if seg == 0 {
-			st.Checkpoint, st.Resume = f.s.Checkpoint, f.s.Checkpoint != ""
+			st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
 		}
 		res, runErr = Run(ctx, newEst,
 			func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
@@ -194,13 +194,15 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if seg == 2 || runErr != nil || stopped > 0 || f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
 			break
 		}
-		ess := minESS(post, len(names))
-		if ess >= float64(f.s.TargetESS) {
+		ess, rhat := convergence(post, len(names))
+		if ess >= float64(f.s.TargetESS) && rhat <= 1.01 {
 			break
 		}
-		more := float64(iters*(seg+1)) * (float64(f.s.TargetESS)/math.Max(ess, 1) - 1) * 1.2
+		// Enough for the ESS target, and at least half as many again
+		// when only R-hat is short.
+		more := float64(iters*(seg+1)) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		iters = min(50000, max(200, int(math.Ceil(more))))
-		f.log("bulk ESS %.0f < %d: %d more iterations per chain", ess, f.s.TargetESS, iters)
+		f.log("bulk ESS %.0f (target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
 	}
 	if user != nil {
 		if err := user.r.Done(res); err != nil {
@@ -490,16 +492,17 @@ func (s *segmented) Record(d *Draw) error {
 
 func (s *segmented) Done(*Result) error { return nil }
 
-// minESS returns the smallest bulk ESS over the natural parameters.
-func minESS(p *Posterior, d int) float64 {
+// convergence returns the smallest bulk ESS and the largest rank R-hat
+// over the natural parameters.
+func convergence(p *Posterior, d int) (ess, rhat float64) {
 	n := math.MaxInt
 	for _, c := range p.Natural {
 		n = min(n, len(c)/d)
 	}
 	if n < 4 {
-		return 0
+		return 0, math.Inf(1)
 	}
-	ess := math.Inf(1)
+	ess = math.Inf(1)
 	for j := range d {
 		cols := make([][]float64, len(p.Natural))
 		for c, x := range p.Natural {
@@ -510,6 +513,7 @@ func minESS(p *Posterior, d int) float64 {
 			cols[c] = col
 		}
 		ess = math.Min(ess, ksd.BulkESS(cols))
+		rhat = math.Max(rhat, ksd.RankRhat(cols))
 	}
-	return ess
+	return ess, rhat
 }

@@ -65,6 +65,10 @@ type Settings struct {
 	// Iterations and Runtime may be raised to extend a run. The Schedule
 	// must be the same for the continuation to be exact.
 	Resume bool
+	// Fingerprint identifies what else determines the run (model, data,
+	// estimator settings), for callers to set: a checkpoint written with
+	// another Fingerprint is refused on resume.
+	Fingerprint string
 }
 
 // ChainResult reports one chain.
@@ -110,6 +114,9 @@ func Run(ctx context.Context, newEst func(chain int) Estimator, newMethod func(c
 		return nil, err
 	}
 	var ck *checkpointData
+	if s.Checkpoint != "" {
+		removeStaleTemps(s.Checkpoint)
+	}
 	if s.Resume && s.Checkpoint != "" {
 		var err error
 		if ck, err = readCheckpoint(s.Checkpoint); err != nil {
