@@ -307,7 +307,9 @@ func TestCheckpointDamage(t *testing.T) {
 	}
 	// A valid checkpoint from a run with another fingerprint.
 	os.WriteFile(path, orig, 0o644)
-	_, err = Run(context.Background(), func(int) Estimator { return &counting{gauss: gauss{Mu: []float64{1, -1}, P: []float64{2, 0.5, 0.5, 1}}} },
+	_, err = Run(context.Background(), func(int) Estimator {
+		return &counting{gauss: gauss{Mu: []float64{1, -1}, P: []float64{2, 0.5, 0.5, 1}}}
+	},
 		func(int) Method { return &SGLD{} }, func(int, []float64) error { return nil }, 2,
 		Settings{Iterations: 800, BurnIn: 100, Thin: 1, Schedule: Constant(0.01), Chains: 2, Seed: 11,
 			Checkpoint: path, Resume: true, Fingerprint: "N=500"})
