@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -48,10 +50,10 @@ func main() {
 }
 
 type config struct {
-	model, data, id, out, checkpoint, gradient string
-	proposal                                   compare.ProposalFlag
-	kalman, json, quiet                        bool
-	set                                        sgmcmc.FitSettings
+	model, data, id, col, out, checkpoint, gradient string
+	proposal                                        compare.ProposalFlag
+	kalman, json, quiet                             bool
+	set                                             sgmcmc.FitSettings
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -66,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with the observations, one column")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
+	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	fs.IntVar(&s.S, "S", 40, "subsequence length S")
 	fs.IntVar(&s.B, "B", 10, "buffer length B on each side (negative: none)")
 	fs.IntVar(&s.N, "N", 1000, "number of particles")
@@ -127,13 +130,34 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 // loadData reads the data set and checks that every sequence fits S + 2B.
 func loadData(c *config) (ssm.Dataset, error) {
 	var data ssm.Dataset
-	if c.id == "" {
+	switch {
+	case strings.HasSuffix(c.data, ".bin"):
+		if c.id != "" || c.col != "" {
+			return data, fmt.Errorf("-id and -col apply to CSV files, not to the binary %s", c.data)
+		}
+		// Memory-mapped little-endian float64 values: nothing is read
+		// until a window needs it, so T = 10^8 starts in milliseconds.
+		m, err := ssm.OpenBinary(c.data, 1)
+		if err != nil {
+			return data, err
+		}
+		data = ssm.Dataset{Sequences: []ssm.Sequence{m.Seq()}}
+	case c.col != "":
+		if c.id != "" {
+			return data, fmt.Errorf("-col and -id cannot be combined")
+		}
+		seq, err := readColumn(c.data, c.col)
+		if err != nil {
+			return data, err
+		}
+		data = ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	case c.id == "":
 		seq, err := ssm.ReadCSVFile(c.data)
 		if err != nil {
 			return data, err
 		}
 		data = ssm.Dataset{Sequences: []ssm.Sequence{seq}}
-	} else {
+	default:
 		f, err := os.Open(c.data)
 		if err != nil {
 			return data, err
@@ -157,6 +181,56 @@ func loadData(c *config) (ssm.Dataset, error) {
 		}
 	}
 	return data, nil
+}
+
+// readColumn reads one column of a CSV file, chosen by header name or by
+// 1-based index, through ssm.ReadCSV (same missing-value rules and errors;
+// line numbers count the file's records).
+func readColumn(path, col string) (ssm.Sequence, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ssm.Sequence{}, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
+	if err != nil {
+		return ssm.Sequence{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return ssm.Sequence{}, fmt.Errorf("%s: no rows", path)
+	}
+	j := -1
+	if k, err := strconv.Atoi(col); err == nil {
+		if k < 1 || k > len(rows[0]) {
+			return ssm.Sequence{}, fmt.Errorf("%s: -col %d: the file has %d columns", path, k, len(rows[0]))
+		}
+		j = k - 1
+	} else {
+		for i, name := range rows[0] {
+			if strings.TrimSpace(name) == col {
+				j = i
+			}
+		}
+		if j < 0 {
+			return ssm.Sequence{}, fmt.Errorf("%s: no column named %q in the header %q", path, col, strings.Join(rows[0], ","))
+		}
+	}
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	for i, row := range rows {
+		if j >= len(row) {
+			return ssm.Sequence{}, fmt.Errorf("%s: line %d has %d cells, no column %d", path, i+1, len(row), j+1)
+		}
+		w.Write([]string{row[j]}) // into a strings.Builder: cannot fail
+	}
+	w.Flush()
+	seq, err := ssm.ReadCSV(strings.NewReader(b.String()))
+	if err != nil {
+		return seq, fmt.Errorf("%s, column %d: %w", path, j+1, err)
+	}
+	return seq, nil
 }
 
 // dataWarnings returns what the data say against the default priors: they

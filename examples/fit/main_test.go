@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -324,5 +325,56 @@ func TestZerosHeavyData(t *testing.T) {
 	for _, prop := range []string{"guided", "bootstrap"} {
 		o, dir := runJSON(t, append([]string{"-data", path, "-proposal", prop}, short...)...)
 		checkOutput(t, o, dir, "svm", models.SVM{}.ParamNames(), 2, 150, 300)
+	}
+}
+
+// -col picks a column of a date,return file by name or index; .bin files
+// are memory-mapped; bad choices are one-line errors.
+func TestDataInput(t *testing.T) {
+	dir := t.TempDir()
+	seq, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("date,return\n")
+	for i, v := range seq.Y {
+		fmt.Fprintf(&b, "d%d,%s\n", i, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	csvPath := filepath.Join(dir, "dated.csv")
+	os.WriteFile(csvPath, []byte(b.String()), 0o644)
+	binPath := filepath.Join(dir, "dax.bin")
+	f, _ := os.Create(binPath)
+	if err := ssm.WriteBinary(f, seq); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, args := range [][]string{{"-data", csvPath, "-col", "return"}, {"-data", csvPath, "-col", "2"}, {"-data", binPath}} {
+		c, err := parseFlags(append(args, "-q"), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := loadData(c)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		got := data.Sequences[0]
+		if got.Len() != seq.Len() || got.Y[0] != seq.Y[0] || got.Y[seq.Len()-1] != seq.Y[seq.Len()-1] {
+			t.Errorf("%v: read %d values (first %v), want %d (first %v)", args, got.Len(), got.Y[0], seq.Len(), seq.Y[0])
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-data", csvPath, "-col", "price"}, `no column named "price"`},
+		{[]string{"-data", csvPath, "-col", "3"}, "has 2 columns"},
+		{[]string{"-data", csvPath, "-col", "1"}, "column 1"},
+		{[]string{"-data", csvPath}, "line"},
+	} {
+		err := run(context.Background(), append(c.args, "-q", "-out", dir), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line containing %q", c.args, err, c.want)
+		}
 	}
 }
