@@ -653,10 +653,13 @@ func (f *fit) prepare(ctx context.Context) error {
 	// preparation only.
 	fisher := t.fisher
 	if !f.s.Exact {
-		if t, err = f.tile(ctx, u, min(2, f.s.AnchorPasses), stream, f.aset); err != nil {
+		// Four passes at least: their spread is the standard error's
+		// estimate, and two would give it one degree of freedom.
+		first := min(4, f.s.AnchorPasses)
+		if t, err = f.tile(ctx, u, first, stream, f.aset); err != nil {
 			return err
 		}
-		stream += 2
+		stream += uint64(first)
 	}
 	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
 	for !f.s.Exact && t.passes < f.s.AnchorPasses && shift() > 0.1 {
