@@ -11,10 +11,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -377,4 +380,101 @@ func TestDataInput(t *testing.T) {
 			t.Errorf("%v: error %v, want one line containing %q", c.args, err, c.want)
 		}
 	}
+}
+
+// TestFitHelper is the subprocess of TestKillAtRandomMoments: the command
+// itself, with the arguments in FIT_HELPER_ARGS.
+func TestFitHelper(t *testing.T) {
+	args := os.Getenv("FIT_HELPER_ARGS")
+	if args == "" {
+		t.Skip("helper process only")
+	}
+	if err := run(context.Background(), strings.Fields(args), io.Discard, io.Discard); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	os.Exit(0)
+}
+
+// traceRows returns trace.csv's rows without the time column, sorted
+// (chains interleave in no fixed order).
+func traceRows(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "trace.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		c := strings.Split(line, ",")
+		rows = append(rows, strings.Join(append(c[:2:2], c[3:]...), ","))
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+// The command with -checkpoint, killed with SIGKILL at random moments
+// (during the preparation, the adaptation or the sampling) and rerun each
+// time, ends with the same trace as an uninterrupted run: no row lost,
+// duplicated or torn.
+func TestKillAtRandomMoments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
+	common := "-model lgssm -data " + data + " -N 100 -warmup 60 -adapt 100 -iters 6000 -chains 2 -ksd 0 -q -json"
+	ref := t.TempDir()
+	if _, err := runJSONArgs(strings.Fields(common + " -out " + ref + " -checkpoint " + filepath.Join(ref, "ck"))); err != nil {
+		t.Fatal(err)
+	}
+	want := traceRows(t, ref)
+	dir := t.TempDir()
+	args := common + " -out " + dir + " -checkpoint " + filepath.Join(dir, "ck")
+	rng := rand.New(rand.NewPCG(5, 6))
+	kills := 0
+	for attempt := 0; ; attempt++ {
+		if attempt > 30 {
+			t.Fatal("no run finished after 30 attempts")
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFitHelper$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "FIT_HELPER_ARGS="+args)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("attempt %d: %v", attempt, err)
+			}
+			got := traceRows(t, dir)
+			if len(got) != len(want) {
+				t.Fatalf("after %d kills: %d rows, uninterrupted %d", kills, len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("after %d kills: row %d is %q, uninterrupted %q", kills, i, got[i], want[i])
+				}
+			}
+			t.Logf("identical trace of %d rows after %d kills", len(got)-1, kills)
+			if kills < 3 {
+				t.Errorf("only %d kills landed before the run finished", kills)
+			}
+			return
+		// Growing random delays: early kills land in the preparation,
+		// later ones in the sampling, and a run eventually finishes.
+		case <-time.After(time.Duration(100*(attempt+1)+rng.IntN(150*(attempt+1))) * time.Millisecond):
+			cmd.Process.Kill() // SIGKILL
+			<-done
+			kills++
+		}
+	}
+}
+
+// runJSONArgs runs the command in-process.
+func runJSONArgs(args []string) (string, error) {
+	var stdout bytes.Buffer
+	err := run(context.Background(), args, &stdout, io.Discard)
+	return stdout.String(), err
 }
