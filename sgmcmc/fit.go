@@ -379,55 +379,66 @@ type tiling struct {
 	passes   int
 }
 
-// tile runs passes tiling passes at u on the workers, with random offsets.
-func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, set gradient.Settings) (*tiling, error) {
-	p := f.dim
-	grads := make([][]float64, passes)
-	fishers := make([][]float64, passes)
-	errs := make([]error, passes)
+// parallel calls job(est, i) for every i in [0, n) on up to Workers
+// goroutines, each with its own estimator of settings set (estimators own
+// filter workspaces). Jobs write only to their own index; the errors are
+// joined.
+func (f *fit) parallel(n int, set gradient.Settings, job func(est *gradient.Estimator, i int) error) error {
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	next := make(chan int)
-	workers := min(f.s.Workers, passes)
-	for w := 0; w < workers; w++ {
+	for w := 0; w < min(f.s.Workers, n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			est := f.newEstimator(set)
 			for i := range next {
-				rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
-				offset := rng.IntN(max(f.s.S, 1))
-				g := make([]float64, p)
-				fi := make([]float64, p*p)
-				nw := 0
-				sum := make([]float64, p)
-				_, err := est.Tile(ctx, g, u, offset, rng, func(_ int, _ ssm.Window, gw []float64) {
-					nw++
-					for a, va := range gw {
-						sum[a] += va
-						for b, vb := range gw {
-							fi[a*p+b] += va * vb
-						}
-					}
-				})
-				if err == nil && nw > 0 {
-					// Centre: Σ (g_w − ḡ)(g_w − ḡ)ᵀ, so the information is
-					// right away from the mode too.
-					for a := range p {
-						for b := range p {
-							fi[a*p+b] -= sum[a] * sum[b] / float64(nw)
-						}
-					}
-				}
-				grads[i], fishers[i], errs[i] = g, fi, err
+				errs[i] = job(est, i)
 			}
 		}()
 	}
-	for i := 0; i < passes; i++ {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// tile runs passes tiling passes at u on the workers, with random offsets.
+func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, set gradient.Settings) (*tiling, error) {
+	p := f.dim
+	grads := make([][]float64, passes)
+	fishers := make([][]float64, passes)
+	err := f.parallel(passes, set, func(est *gradient.Estimator, i int) error {
+		rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
+		offset := rng.IntN(max(f.s.S, 1))
+		g := make([]float64, p)
+		fi := make([]float64, p*p)
+		nw := 0
+		sum := make([]float64, p)
+		if _, err := est.Tile(ctx, g, u, offset, rng, func(_ int, _ ssm.Window, gw []float64) {
+			nw++
+			for a, va := range gw {
+				sum[a] += va
+				for b, vb := range gw {
+					fi[a*p+b] += va * vb
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		// Centre: Σ (g_w − ḡ)(g_w − ḡ)ᵀ, so the information is right away
+		// from the mode too.
+		for a := range p {
+			for b := range p {
+				fi[a*p+b] -= sum[a] * sum[b] / float64(max(nw, 1))
+			}
+		}
+		grads[i], fishers[i] = g, fi
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("sgmcmc: full-data score: %w", err)
 	}
 	t := &tiling{mean: make([]float64, p), se: make([]float64, p), fisher: make([]float64, p*p), passes: passes}
@@ -813,46 +824,31 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 	p, K := f.dim, len(points)
 	pr := &f.prep
 	dPlain, dCV = make([][]float64, K), make([][]float64, K)
-	errs := make([]error, K)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(f.s.Workers, K); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			est := f.newEstimator(f.gset)
-			src := rand.NewPCG(0, 0)
-			r := rand.New(src)
-			g := make([][]float64, 4)
-			for i := range g {
-				g[i] = make([]float64, p)
+	err = f.parallel(K, f.gset, func(est *gradient.Estimator, k int) error {
+		src := rand.NewPCG(0, 0)
+		r := rand.New(src)
+		var g [4][]float64
+		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
+		for pair := 0; pair < 2; pair++ {
+			g[2*pair], g[2*pair+1] = make([]float64, p), make([]float64, p)
+			s1, s2 := rng.Uint64(), rng.Uint64()
+			src.Seed(s1, s2)
+			if _, err := est.Likelihood(ctx, g[2*pair], points[k], r); err != nil {
+				return err
 			}
-			for k := range next {
-				rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
-				u := points[k]
-				for pair := 0; pair < 2 && errs[k] == nil; pair++ {
-					s1, s2 := rng.Uint64(), rng.Uint64()
-					src.Seed(s1, s2)
-					if _, errs[k] = est.Likelihood(ctx, g[2*pair], u, r); errs[k] != nil {
-						break
-					}
-					src.Seed(s1, s2)
-					_, errs[k] = est.Likelihood(ctx, g[2*pair+1], pr.Mode, r)
-				}
-				dPlain[k], dCV[k] = make([]float64, p), make([]float64, p)
-				for i := range p {
-					dPlain[k][i] = g[0][i] - g[2][i]
-					dCV[k][i] = (g[0][i] - g[1][i]) - (g[2][i] - g[3][i])
-				}
+			src.Seed(s1, s2)
+			if _, err := est.Likelihood(ctx, g[2*pair+1], pr.Mode, r); err != nil {
+				return err
 			}
-		}()
-	}
-	for k := 0; k < K; k++ {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		}
+		dPlain[k], dCV[k] = make([]float64, p), make([]float64, p)
+		for i := range p {
+			dPlain[k][i] = g[0][i] - g[2][i]
+			dCV[k][i] = (g[0][i] - g[1][i]) - (g[2][i] - g[3][i])
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
 	}
 	return dPlain, dCV, nil

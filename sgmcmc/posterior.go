@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
 )
 
@@ -364,34 +365,20 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 		copy(x[i*f.dim:(i+1)*f.dim], pooled[j*f.dim:(j+1)*f.dim])
 	}
 	scores := make([]float64, K*f.dim)
-	errs := make([]error, K)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(f.s.Workers, K); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			est := f.newEstimator(f.gset)
-			prior := make([]float64, f.dim)
-			for i := range next {
-				rng := rand.New(rand.NewPCG(f.s.Seed, 1<<44+uint64(i)))
-				u, g := x[i*f.dim:(i+1)*f.dim], scores[i*f.dim:(i+1)*f.dim]
-				if _, errs[i] = est.Tile(ctx, g, u, rng.IntN(f.s.S), rng, nil); errs[i] != nil {
-					continue
-				}
-				f.model.LogPrior(prior, u)
-				for j := range g {
-					g[j] += prior[j]
-				}
-			}
-		}()
-	}
-	for i := range K {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := f.parallel(K, f.gset, func(est *gradient.Estimator, i int) error {
+		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<44+uint64(i)))
+		u, g := x[i*f.dim:(i+1)*f.dim], scores[i*f.dim:(i+1)*f.dim]
+		if _, err := est.Tile(ctx, g, u, rng.IntN(f.s.S), rng, nil); err != nil {
+			return err
+		}
+		prior := make([]float64, f.dim)
+		f.model.LogPrior(prior, u)
+		for j := range g {
+			g[j] += prior[j]
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return ksd.Compute(x, scores, f.dim, nil)
