@@ -137,3 +137,31 @@ func TestFitResume(t *testing.T) {
 		t.Errorf("%d rows, want header + 5000", len(want))
 	}
 }
+
+// BenchmarkFit times whole fits at fixed iterations (Iterations 1000 and
+// three adaptation windows of 100 per chain, 4 chains, no KSD) on the
+// simulated LGSSM series: exact Kalman gradients and a particle filter.
+func BenchmarkFit(b *testing.B) {
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	for _, c := range []struct {
+		name string
+		set  sgmcmc.FitSettings
+	}{
+		{"lgssm/kalman", sgmcmc.FitSettings{Exact: true}},
+		{"lgssm/pf/N=200", sgmcmc.FitSettings{N: 200}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := c.set
+			s.Iterations, s.AdaptWindow, s.KSDDraws, s.Seed = 1000, 100, -1, 1
+			for b.Loop() {
+				if _, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
