@@ -17,6 +17,7 @@ import (
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
 // Posterior is what Fit returns: the kept draws of every chain, their
@@ -46,6 +47,9 @@ type Posterior struct {
 	Warnings []string
 
 	summary []ParamSummary
+
+	model ssm.Model   // the fitted model and data, for States, Forecast and PredictiveScore
+	data  ssm.Dataset // (sgmcmc/states.go)
 }
 
 // ParamSummary summarises the posterior draws of one natural parameter,
@@ -123,6 +127,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	starts := pr.Starts
 	burn := pr.AdaptIterations
 	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin}
+	post.model, post.data = f.model, f.data
 	post.U = make([][]float64, f.s.Chains)
 	post.Natural = make([][]float64, f.s.Chains)
 	// Segments: the first of the planned length; while the ESS falls short
