@@ -54,6 +54,7 @@ type config struct {
 	proposal                                        compare.ProposalFlag
 	kalman, json, quiet                             bool
 	set                                             sgmcmc.FitSettings
+	st                                              stateOpts // -states, -forecast (states.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object to stdout instead of the text report")
 	fs.BoolVar(&c.quiet, "q", false, "no progress lines on stderr")
+	c.st.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -310,10 +312,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := report.DensityPNG(filepath.Join(c.out, "density.png"), names, post.Natural); err != nil {
 		return err
 	}
+	if err := c.st.compute(ctx, c, data, post, stderr); err != nil {
+		return err
+	}
 	if c.json {
 		return writeJSON(stdout, c, post)
 	}
-	return writeText(stdout, c, data, post)
+	if err := writeText(stdout, c, data, post); err != nil {
+		return err
+	}
+	return c.st.writeText(stdout)
 }
 
 func describe(c *config, post *sgmcmc.Posterior) string {
@@ -407,6 +415,7 @@ func writeJSON(w io.Writer, c *config, post *sgmcmc.Posterior) error {
 		Chains   int             `json:"chains"`
 		Kept     int             `json:"kept"`
 		Warnings []string        `json:"warnings"`
+		Forecast *forecastJSON   `json:"forecast,omitempty"`
 	}{c.model, c.data, post.Preparation.Gradient.String(), params, f(k), post.Preparation.StepSize, noiseRatio(post.Preparation), post.Iterations,
-		post.BurnIn, post.Total.Seconds(), len(post.U), post.Draws(), warnings})
+		post.BurnIn, post.Total.Seconds(), len(post.U), post.Draws(), warnings, c.st.forecastJSON()})
 }

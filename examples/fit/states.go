@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/report"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// stateOpts holds the latent-state and forecast flags and what they
+// computed (-states, -forecast, -state-draws).
+type stateOpts struct {
+	file     string // -states: CSV of the smoothed first state component
+	forecast int    // -forecast: horizon H
+	draws    int    // -state-draws: posterior draws D
+
+	states *sgmcmc.StateSummary
+	fc     *sgmcmc.ForecastSummary
+}
+
+func (o *stateOpts) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.file, "states", "", "write CSV t,mean,sd,q05,q50,q95 of the posterior-integrated smoothed first state component (t = 0..T, SVM: log-volatility x_t) of the first sequence to this file, and states.png (data with the smoothed volatility band) to -out")
+	fs.IntVar(&o.forecast, "forecast", 0, "print (and with -json report) the H-step-ahead posterior predictive forecast of the volatility (of x and y for lgssm)")
+	fs.IntVar(&o.draws, "state-draws", 200, "posterior draws integrated over by -states and -forecast")
+}
+
+func (o *stateOpts) settings(c *config) sgmcmc.StateSettings {
+	return sgmcmc.StateSettings{Draws: o.draws, PF: pf.StateSettings{Proposal: c.set.Proposal}, Seed: c.set.Seed, Workers: c.set.Workers}
+}
+
+// compute runs the state and forecast computations the flags ask for and
+// writes the CSV and PNG.
+func (o *stateOpts) compute(ctx context.Context, c *config, data ssm.Dataset, post *sgmcmc.Posterior, stderr io.Writer) error {
+	if o.file == "" && o.forecast == 0 {
+		return nil
+	}
+	if o.forecast < 0 || o.draws < 1 {
+		return fmt.Errorf("-forecast = %d and -state-draws = %d: the horizon must not be negative and the draws at least 1", o.forecast, o.draws)
+	}
+	s := o.settings(c)
+	if o.file != "" {
+		if !c.quiet {
+			fmt.Fprintf(stderr, "fit: smoothed states of sequence 0 over %d posterior draws\n", min(o.draws, post.Draws()))
+		}
+		st, err := post.States(ctx, s)
+		if err != nil {
+			return err
+		}
+		o.states = st
+		if err := writeStatesCSV(o.file, st); err != nil {
+			return err
+		}
+		if err := statesPNG(filepath.Join(c.out, "states.png"), c.model, data.Sequences[0], st); err != nil {
+			return err
+		}
+	}
+	if o.forecast > 0 {
+		fc, err := post.Forecast(ctx, o.forecast, s)
+		if err != nil {
+			return err
+		}
+		o.fc = fc
+	}
+	return nil
+}
+
+// writeStatesCSV writes t,mean,sd,q05,q50,q95 of the first summarised
+// state component.
+func writeStatesCSV(path string, st *sgmcmc.StateSummary) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"t", "mean", "sd", "q05", "q50", "q95"})
+	b := st.Smoothed[0]
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	for i := range b.Mean {
+		w.Write([]string{strconv.Itoa(st.First + i), g(b.Mean[i]), g(b.SD[i]), g(b.Q05[i]), g(b.Q50[i]), g(b.Q95[i])})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// bandRows returns the printed rows of a forecast band.
+type fcRow struct {
+	H    int             `json:"h"`
+	Mean json.RawMessage `json:"mean"`
+	SD   json.RawMessage `json:"sd"`
+	Q05  json.RawMessage `json:"q05"`
+	Q50  json.RawMessage `json:"q50"`
+	Q95  json.RawMessage `json:"q95"`
+}
+
+func fcRows(b *sgmcmc.Band) []fcRow {
+	if b == nil {
+		return nil
+	}
+	f := func(v float64) json.RawMessage { return json.RawMessage(report.JSONFloat(v)) }
+	rows := make([]fcRow, b.Len())
+	for i := range rows {
+		rows[i] = fcRow{i + 1, f(b.Mean[i]), f(b.SD[i]), f(b.Q05[i]), f(b.Q50[i]), f(b.Q95[i])}
+	}
+	return rows
+}
+
+// forecastJSON is the "forecast" member of the -json output.
+type forecastJSON struct {
+	Horizon    int     `json:"horizon"`
+	Origin     int     `json:"origin"`
+	Draws      int     `json:"draws"`
+	Paths      int     `json:"paths"`
+	Volatility []fcRow `json:"volatility"`
+	State      []fcRow `json:"state"`
+	Obs        []fcRow `json:"obs"`
+}
+
+func (o *stateOpts) forecastJSON() *forecastJSON {
+	if o == nil || o.fc == nil {
+		return nil
+	}
+	fc := o.fc
+	return &forecastJSON{Horizon: fc.Horizon, Origin: fc.Origin, Draws: fc.Draws, Paths: fc.Paths,
+		Volatility: fcRows(fc.Volatility), State: fcRows(&fc.States[0]), Obs: fcRows(&fc.Obs[0])}
+}
+
+// writeText prints the forecast table (volatility models: the
+// volatility; otherwise the state and the observation).
+func (o *stateOpts) writeText(w io.Writer) error {
+	if o.states != nil {
+		fmt.Fprintf(w, "smoothed states (%d posterior draws", o.states.Draws)
+		if o.states.Exact {
+			fmt.Fprint(w, ", exact Kalman/RTS")
+		} else {
+			fmt.Fprintf(w, " × %d paths, %v", o.states.Paths, o.states.Method)
+		}
+		fmt.Fprintf(w, ") written to %s\n", o.file)
+	}
+	if o.fc == nil {
+		return nil
+	}
+	fc := o.fc
+	tables := []struct {
+		name string
+		b    *sgmcmc.Band
+	}{{"volatility", fc.Volatility}}
+	if fc.Volatility == nil {
+		tables = []struct {
+			name string
+			b    *sgmcmc.Band
+		}{{"x", &fc.States[0]}, {"y", &fc.Obs[0]}}
+	}
+	for _, tb := range tables {
+		fmt.Fprintf(w, "\n%s forecast after t = %d (posterior predictive, %d draws × %d paths):\n", tb.name, fc.Origin, fc.Draws, fc.Paths)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "h\tmean\tsd\tq05\tq50\tq95\t")
+		for i := range tb.b.Mean {
+			fmt.Fprintf(tw, "%d\t%.4g\t%.3g\t%.4g\t%.4g\t%.4g\t\n", i+1, tb.b.Mean[i], tb.b.SD[i], tb.b.Q05[i], tb.b.Q50[i], tb.b.Q95[i])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statesPNG draws the data of the first sequence with the smoothed band:
+// for volatility models ±volatility (mean line, 5–95% band shaded, mirrored
+// below zero) over the returns; otherwise the smoothed first state.
+func statesPNG(path, model string, seq ssm.Sequence, st *sgmcmc.StateSummary) error {
+	p := plot.New()
+	p.X.Label.Text = "t"
+	data := make(plotter.XYs, 0, seq.Len())
+	for t := range seq.Len() {
+		if y := seq.At(t)[0]; !math.IsNaN(y) {
+			data = append(data, plotter.XY{X: float64(t + 1), Y: y})
+		}
+	}
+	dl, err := plotter.NewLine(data)
+	if err != nil {
+		return fmt.Errorf("states plot: %w", err)
+	}
+	dl.Color = color.Gray{Y: 150}
+	dl.Width = vg.Points(0.4)
+	band, name := &st.Smoothed[0], "smoothed x_t"
+	signs := []float64{1}
+	if st.SmoothedVol != nil {
+		band, name = st.SmoothedVol, "smoothed volatility"
+		signs = []float64{1, -1}
+	}
+	p.Title.Text = fmt.Sprintf("%s: data and %s (mean, 5–95%% band over %d posterior draws)", model, name, st.Draws)
+	p.Y.Label.Text = "y_t"
+	for _, sg := range signs {
+		poly := make(plotter.XYs, 0, 2*band.Len())
+		for i := range band.Len() {
+			poly = append(poly, plotter.XY{X: float64(st.First + i), Y: sg * band.Q05[i]})
+		}
+		for i := band.Len() - 1; i >= 0; i-- {
+			poly = append(poly, plotter.XY{X: float64(st.First + i), Y: sg * band.Q95[i]})
+		}
+		pg, err := plotter.NewPolygon(poly)
+		if err != nil {
+			return fmt.Errorf("states plot: %w", err)
+		}
+		pg.Color = color.NRGBA{R: 230, G: 120, B: 60, A: 110}
+		pg.LineStyle.Width = 0
+		pg.LineStyle.Color = color.Transparent
+		p.Add(pg)
+	}
+	p.Add(dl)
+	for _, sg := range signs {
+		mean := make(plotter.XYs, band.Len())
+		for i := range mean {
+			mean[i] = plotter.XY{X: float64(st.First + i), Y: sg * band.Mean[i]}
+		}
+		ml, err := plotter.NewLine(mean)
+		if err != nil {
+			return fmt.Errorf("states plot: %w", err)
+		}
+		ml.Color = color.RGBA{R: 190, G: 50, B: 20, A: 255}
+		ml.Width = vg.Points(0.8)
+		p.Add(ml)
+		if sg == 1 {
+			p.Legend.Add(name, ml)
+		}
+	}
+	p.Legend.Add("data", dl)
+	p.Legend.Top = true
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return p.Save(10*vg.Inch, 4*vg.Inch, path)
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+type stateRowJSON struct {
+	H                       int
+	Mean, SD, Q05, Q50, Q95 *float64
+}
+
+type forecastOutJSON struct {
+	Forecast *struct {
+		Horizon, Origin, Draws, Paths int
+		Volatility, State, Obs        []stateRowJSON
+	}
+}
+
+// runStates runs the command with the given flags plus -states and -json
+// into a temporary directory, and returns the decoded forecast, the CSV
+// rows and the directory.
+func runStates(t *testing.T, args ...string) (forecastOutJSON, [][]string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "states.csv")
+	args = append([]string{"-json", "-q", "-ksd", "0", "-out", dir, "-states", csvPath}, args...)
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run %v: %v\n%s", args, err, stderr.String())
+	}
+	var o forecastOutJSON
+	if err := json.NewDecoder(strings.NewReader(stdout.String())).Decode(&o); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, stdout.String())
+	}
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := os.Open(filepath.Join(dir, "states.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if _, err := png.Decode(pf); err != nil {
+		t.Errorf("states.png: %v", err)
+	}
+	return o, rows, dir
+}
+
+// checkStatesCSV checks the header, t = 0..T and ordered quantiles.
+func checkStatesCSV(t *testing.T, rows [][]string, T int) {
+	t.Helper()
+	if got := strings.Join(rows[0], ","); got != "t,mean,sd,q05,q50,q95" {
+		t.Fatalf("header %q", got)
+	}
+	if len(rows) != T+2 {
+		t.Fatalf("%d rows, want T+1 = %d after the header", len(rows)-1, T+1)
+	}
+	for i, r := range rows[1:] {
+		v := make([]float64, 6)
+		for j, cell := range r {
+			x, err := strconv.ParseFloat(cell, 64)
+			if err != nil {
+				t.Fatalf("row %d: %v", i, err)
+			}
+			v[j] = x
+		}
+		if int(v[0]) != i || !(v[2] > 0) || !(v[3] <= v[4] && v[4] <= v[5]) {
+			t.Fatalf("row %d: %v", i, r)
+		}
+	}
+}
+
+// TestStatesFlagsLGSSM: -states writes t = 0..T with ordered quantiles and
+// states.png, and -forecast H carries H rows of x and y (no volatility for
+// the LGSSM) in the JSON, from the exact Kalman/RTS path.
+func TestStatesFlagsLGSSM(t *testing.T) {
+	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
+	o, rows, _ := runStates(t, "-model", "lgssm", "-data", data, "-kalman", "-iters", "300", "-forecast", "3", "-state-draws", "50")
+	checkStatesCSV(t, rows, 2000)
+	fc := o.Forecast
+	if fc == nil || fc.Horizon != 3 || fc.Origin != 2000 || len(fc.State) != 3 || len(fc.Obs) != 3 || fc.Volatility != nil || fc.Draws != 50 {
+		t.Fatalf("forecast %+v", fc)
+	}
+	// The predictive sd grows with the horizon and y adds τ² to x.
+	if !(*fc.State[2].SD > *fc.State[0].SD && *fc.Obs[0].SD > *fc.State[0].SD) {
+		t.Errorf("forecast sds: x %v, %v; y %v", *fc.State[0].SD, *fc.State[2].SD, *fc.Obs[0].SD)
+	}
+}
+
+// TestStatesFlagsSVM: a short SVM fit on the DAX returns with -states and
+// -forecast: T + 1 rows of the log-volatility and a positive volatility
+// forecast in the JSON.
+func TestStatesFlagsSVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a short SVM fit and 20-draw FFBSi")
+	}
+	o, rows, _ := runStates(t, "-data", daxPath, "-N", "100", "-iters", "200", "-warmup", "50", "-adapt", "100", "-chains", "2",
+		"-forecast", "2", "-state-draws", "20")
+	checkStatesCSV(t, rows, 1859)
+	fc := o.Forecast
+	if fc == nil || len(fc.Volatility) != 2 || !(*fc.Volatility[0].Q05 > 0) {
+		t.Fatalf("forecast %+v", fc)
+	}
+}
