@@ -277,6 +277,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if data, err = c.st.split(data); err != nil { // -holdout
+		return err
+	}
 	var m ssm.Model = map[string]ssm.Model{"lgssm": models.LGSSM{}, "svm": models.SVM{}, "garch": models.GARCH{}}[c.model]
 	m, c.set.Proposal = c.proposal.Apply(m)
 	warnings := dataWarnings(c.model, data)
@@ -416,6 +419,7 @@ func writeJSON(w io.Writer, c *config, post *sgmcmc.Posterior) error {
 		Kept     int             `json:"kept"`
 		Warnings []string        `json:"warnings"`
 		Forecast *forecastJSON   `json:"forecast,omitempty"`
+		Holdout  *holdoutJSON    `json:"holdout,omitempty"`
 	}{c.model, c.data, post.Preparation.Gradient.String(), params, f(k), post.Preparation.StepSize, noiseRatio(post.Preparation), post.Iterations,
-		post.BurnIn, post.Total.Seconds(), len(post.U), post.Draws(), warnings, c.st.forecastJSON()})
+		post.BurnIn, post.Total.Seconds(), len(post.U), post.Draws(), warnings, c.st.forecastJSON(), c.st.holdoutJSON()})
 }

@@ -24,21 +24,44 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-// stateOpts holds the latent-state and forecast flags and what they
-// computed (-states, -forecast, -state-draws).
+// stateOpts holds the latent-state, forecast and model-comparison flags
+// and what they computed (-states, -forecast, -holdout, -state-draws).
 type stateOpts struct {
 	file     string // -states: CSV of the smoothed first state component
 	forecast int    // -forecast: horizon H
+	holdout  int    // -holdout: rows of sequence 0 held out of the fit and scored
 	draws    int    // -state-draws: posterior draws D
 
 	states *sgmcmc.StateSummary
 	fc     *sgmcmc.ForecastSummary
+	held   ssm.Sequence
+	score  *sgmcmc.Score
+	llMean float64 // log-likelihood of the fitted rows at the posterior mean
+	llSE   float64
 }
 
 func (o *stateOpts) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.file, "states", "", "write CSV t,mean,sd,q05,q50,q95 of the posterior-integrated smoothed first state component (t = 0..T, SVM: log-volatility x_t) of the first sequence to this file, and states.png (data with the smoothed volatility band) to -out")
 	fs.IntVar(&o.forecast, "forecast", 0, "print (and with -json report) the H-step-ahead posterior predictive forecast of the volatility (of x and y for lgssm)")
-	fs.IntVar(&o.draws, "state-draws", 200, "posterior draws integrated over by -states and -forecast")
+	fs.IntVar(&o.holdout, "holdout", 0, "fit all but the last H rows of the first sequence and report their log predictive score (log of the posterior-mean predictive density, by particle filter or Kalman) and the log-likelihood at the posterior mean: compare models on the same data")
+	fs.IntVar(&o.draws, "state-draws", 200, "posterior draws integrated over by -states, -forecast and -holdout")
+}
+
+// split removes the last -holdout rows of the first sequence from the
+// data to fit, keeping them for the predictive score.
+func (o *stateOpts) split(data ssm.Dataset) (ssm.Dataset, error) {
+	if o.holdout == 0 {
+		return data, nil
+	}
+	seq := data.Sequences[0]
+	T, H := seq.Len(), o.holdout
+	if H < 0 || H > T-10 {
+		return data, fmt.Errorf("-holdout = %d: it must leave at least 10 of the %d rows of the first sequence to fit", H, T)
+	}
+	o.held = ssm.Sequence{Obs: seq.Obs, Y: seq.Y[(T-H)*seq.Obs:]}
+	out := data
+	out.Sequences = append([]ssm.Sequence{{Obs: seq.Obs, Y: seq.Y[:(T-H)*seq.Obs]}}, data.Sequences[1:]...)
+	return out, nil
 }
 
 func (o *stateOpts) settings(c *config) sgmcmc.StateSettings {
@@ -48,7 +71,7 @@ func (o *stateOpts) settings(c *config) sgmcmc.StateSettings {
 // compute runs the state and forecast computations the flags ask for and
 // writes the CSV and PNG.
 func (o *stateOpts) compute(ctx context.Context, c *config, data ssm.Dataset, post *sgmcmc.Posterior, stderr io.Writer) error {
-	if o.file == "" && o.forecast == 0 {
+	if o.file == "" && o.forecast == 0 && o.holdout == 0 {
 		return nil
 	}
 	if o.forecast < 0 || o.draws < 1 {
@@ -78,7 +101,43 @@ func (o *stateOpts) compute(ctx context.Context, c *config, data ssm.Dataset, po
 		}
 		o.fc = fc
 	}
+	if o.holdout > 0 {
+		sc, err := post.PredictiveScore(ctx, o.held, s)
+		if err != nil {
+			return err
+		}
+		o.score = sc
+		u, err := post.MeanU()
+		if err != nil {
+			return err
+		}
+		if o.llMean, o.llSE, err = post.LogLik(ctx, u, s); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// holdoutJSON is the "holdout" member of the -json output.
+type holdoutJSON struct {
+	Rows      int             `json:"rows"`
+	LogScore  json.RawMessage `json:"log_score"`
+	SE        json.RawMessage `json:"log_score_se"`
+	ESS       json.RawMessage `json:"ess"`
+	Pointwise json.RawMessage `json:"pointwise"`
+	LogLik    json.RawMessage `json:"loglik_at_mean"`
+	LogLikSE  json.RawMessage `json:"loglik_se"`
+	Draws     int             `json:"draws"`
+}
+
+func (o *stateOpts) holdoutJSON() *holdoutJSON {
+	if o == nil || o.score == nil {
+		return nil
+	}
+	f := func(v float64) json.RawMessage { return json.RawMessage(report.JSONFloat(v)) }
+	sc := o.score
+	return &holdoutJSON{Rows: o.held.Len(), LogScore: f(sc.LogScore), SE: f(sc.SE), ESS: f(sc.ESS), Pointwise: f(sc.Pointwise),
+		LogLik: f(o.llMean), LogLikSE: f(o.llSE), Draws: sc.Draws}
 }
 
 // writeStatesCSV writes t,mean,sd,q05,q50,q95 of the first summarised
@@ -156,6 +215,11 @@ func (o *stateOpts) writeText(w io.Writer) error {
 			fmt.Fprintf(w, " × %d paths, %v", o.states.Paths, o.states.Method)
 		}
 		fmt.Fprintf(w, ") written to %s\n", o.file)
+	}
+	if sc := o.score; sc != nil {
+		fmt.Fprintf(w, "held-out last %d rows: log predictive score %.3f (SE %.3f over %d posterior draws, ESS %.0f), pointwise %.3f\n",
+			o.held.Len(), sc.LogScore, sc.SE, sc.Draws, sc.ESS, sc.Pointwise)
+		fmt.Fprintf(w, "log-likelihood of the fitted rows at the posterior mean: %.3f (SE %.3f)\n", o.llMean, o.llSE)
 	}
 	if o.fc == nil {
 		return nil

@@ -23,6 +23,15 @@ type forecastOutJSON struct {
 		Horizon, Origin, Draws, Paths int
 		Volatility, State, Obs        []stateRowJSON
 	}
+	Holdout *struct {
+		Rows      int
+		LogScore  *float64 `json:"log_score"`
+		SE        *float64 `json:"log_score_se"`
+		ESS       *float64
+		Pointwise *float64
+		LogLik    *float64 `json:"loglik_at_mean"`
+		Draws     int
+	}
 }
 
 // runStates runs the command with the given flags plus -states and -json
@@ -85,16 +94,24 @@ func checkStatesCSV(t *testing.T, rows [][]string, T int) {
 	}
 }
 
-// TestStatesFlagsLGSSM: -states writes t = 0..T with ordered quantiles and
-// states.png, and -forecast H carries H rows of x and y (no volatility for
-// the LGSSM) in the JSON, from the exact Kalman/RTS path.
+// TestStatesFlagsLGSSM: with -holdout 200 the fit sees T = 1800 rows;
+// -states writes t = 0..T with ordered quantiles and states.png, -forecast
+// H carries H rows of x and y (no volatility for the LGSSM) from the end of
+// the fitted rows, and the held-out score is in the JSON (all on the exact
+// Kalman/RTS path).
 func TestStatesFlagsLGSSM(t *testing.T) {
 	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
-	o, rows, _ := runStates(t, "-model", "lgssm", "-data", data, "-kalman", "-iters", "300", "-forecast", "3", "-state-draws", "50")
-	checkStatesCSV(t, rows, 2000)
+	o, rows, _ := runStates(t, "-model", "lgssm", "-data", data, "-kalman", "-iters", "300", "-forecast", "3", "-state-draws", "50", "-holdout", "200")
+	checkStatesCSV(t, rows, 1800)
 	fc := o.Forecast
-	if fc == nil || fc.Horizon != 3 || fc.Origin != 2000 || len(fc.State) != 3 || len(fc.Obs) != 3 || fc.Volatility != nil || fc.Draws != 50 {
+	if fc == nil || fc.Horizon != 3 || fc.Origin != 1800 || len(fc.State) != 3 || len(fc.Obs) != 3 || fc.Volatility != nil || fc.Draws != 50 {
 		t.Fatalf("forecast %+v", fc)
+	}
+	h := o.Holdout
+	// About −1.8 nats per row for this series (y sd ≈ 1.9 around the
+	// one-step prediction).
+	if h == nil || h.Rows != 200 || h.Draws != 50 || !(*h.LogScore < -200 && *h.LogScore > -600) || !(*h.SE >= 0) || !(*h.LogLik < 0) {
+		t.Fatalf("holdout %+v", h)
 	}
 	// The predictive sd grows with the horizon and y adds τ² to x.
 	if !(*fc.State[2].SD > *fc.State[0].SD && *fc.Obs[0].SD > *fc.State[0].SD) {
