@@ -44,4 +44,11 @@
 // A Filter owns all its buffers: after the first Run with the same sizes,
 // Run allocates nothing. Randomness comes only from the *rand.Rand passed
 // to Run.
+//
+// States draws the states themselves over a window: M draws of each x_t
+// from the filtering law, and from the smoothing law by forward filtering
+// and backward simulation (FFBSi, accept-reject backward draws under a
+// TransitionBounder) or, for degenerate transitions, fixed-lag ancestral
+// tracing; it also returns the one-step predictive densities. It keeps
+// every generation of particles only when smoothing.
 package pf

@@ -99,4 +99,13 @@
 //     measured in the last window, extended while the bulk ESS falls short.
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
 //     skipped iterations, interrupts, budgets and an imprecise anchor.
+//
+// The Posterior returned by Fit also answers questions about the latent
+// states, integrated over D thinned posterior draws (states.go,
+// forecast.go): States (smoothed and filtered laws of x_t and of the
+// volatility, by FFBSi or fixed-lag particle smoothing per draw, or exact
+// Kalman/RTS moments for an ssm.StateSmoother), Forecast (h-step predictive
+// laws of x, y and the volatility), PredictiveScore (the log predictive
+// score of held-out rows) and LogLik (the log-likelihood at a point such as
+// MeanU()).
 package sgmcmc
