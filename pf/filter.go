@@ -114,6 +114,16 @@ type Settings struct {
 	Proposal Proposal
 	// Diagnostics keeps the per-step ESS and resampling flags in Result.
 	Diagnostics bool
+	// Sorted resamples the particles in the order of their first state
+	// component instead of their index order. The scheme's output is then
+	// a nearly continuous function of the weights: two runs with the same
+	// random numbers at nearby parameters pick nearby particles. With the
+	// ForwardOnly smoother, whose statistic depends on the particles'
+	// positions and not on their ancestry, the smoothed statistic becomes
+	// nearly continuous in the parameters under common random numbers,
+	// which is what control-variate gradients need. It costs one sort of
+	// N keys per resampling.
+	Sorted bool
 	// Initial, when non-nil, fills the N×State block x with the initial
 	// particles instead of Kernel.SampleInitial (a caller-chosen law for
 	// the state before the window). The initial-state term of the
@@ -237,6 +247,9 @@ type Filter struct {
 
 	ess       []float64
 	resampled []bool
+
+	sortKeys []uint64  // Sorted: order-preserving keys with the index in the low bits
+	sortW    []float64 // Sorted: weights in sorted order
 }
 
 // New returns a Filter after validating s.
@@ -296,6 +309,10 @@ func (f *Filter) ensure(n, state, p, steps int) {
 	f.logw = grow(f.logw, n)
 	f.w = grow(f.w, n)
 	f.anc = growInt(f.anc, n)
+	if f.set.Sorted {
+		f.sortKeys = growUint(f.sortKeys, n)
+		f.sortW = grow(f.sortW, n)
+	}
 	f.h = grow(f.h, n*p)
 	f.hNext = grow(f.hNext, n*p)
 	f.hbar = grow(f.hbar, p)
@@ -448,7 +465,11 @@ func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequ
 
 		prev := f.x
 		if resampled {
-			resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
+			if f.set.Sorted {
+				f.sortedResample(s, rng)
+			} else {
+				resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
+			}
 			gather(f.xAnc, f.x, f.anc, s)
 			prev = f.xAnc
 			clear(f.logw)

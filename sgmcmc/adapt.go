@@ -15,11 +15,25 @@ import (
 
 // estimator returns a fresh estimator of the chosen kind.
 func (f *fit) estimator() (Estimator, error) {
-	est := f.newEstimator(f.gset)
 	if f.prep.Gradient != ControlVariateGradient {
-		return est, nil
+		return &corrected{est: f.newEstimator(f.gset), c: f.prep.Correction}, nil
 	}
-	return gradient.NewControlVariate(est, f.prep.Mode, f.prep.Anchor)
+	return gradient.NewControlVariate(f.newEstimator(f.cvset), f.prep.Mode, f.prep.Anchor)
+}
+
+// corrected is the plain estimator plus a constant bias correction c
+// (Preparation.Correction).
+type corrected struct {
+	est *gradient.Estimator
+	c   []float64
+}
+
+func (e *corrected) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error) {
+	lp, err := e.est.Grad(ctx, grad, u, rng)
+	for i, v := range e.c {
+		grad[i] += v
+	}
+	return lp, err
 }
 
 // adaptWindows is the number of adaptation windows.

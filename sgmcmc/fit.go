@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
@@ -53,6 +54,18 @@ type FitSettings struct {
 	S, B int
 	// N is the number of particles of the chains' filter (0: 1000).
 	N int
+	// CVParticles, when positive, gives the control-variate chains their
+	// own filter: CVParticles particles, the forward-only smoother and
+	// sorted resampling (pf.Settings.Sorted). Its statistic depends on the
+	// particles' positions, not their ancestry, so that g_S(u) − g_S(u*)
+	// under common random numbers is nearly continuous in u and its noise
+	// shrinks with |u − u*| (on the DAX SVM at N = 50: λ_max(W) 5–12
+	// against 11–28 for the ancestral filter with N = 1000) at O(N²) cost
+	// per step; the small filter's bias mostly cancels in the difference
+	// (measured: the slope of the τ score about 15% too steep at N = 50).
+	// 0 (the default) uses the plain chains' filter (N particles,
+	// ancestral). Models with a degenerate transition (GARCH) always do.
+	CVParticles int
 	// AnchorParticles is the number of particles of the filter that
 	// estimates the full-data score at the mode, whose particle bias the
 	// control-variate chains inherit (0: 4N).
@@ -130,7 +143,8 @@ type fit struct {
 	model ssm.Model
 	data  ssm.Dataset
 	dim   int
-	gset  gradient.Settings // the chains' filter
+	gset  gradient.Settings // the plain chains' filter
+	cvset gradient.Settings // the control-variate chains' filter
 	aset  gradient.Settings // the anchor's filter (AnchorParticles)
 	u0    []float64         // starting point
 	log   func(format string, a ...any)
@@ -142,19 +156,24 @@ type fit struct {
 // preconditioner, the anchor gradient and the gradient noise. It is
 // reported in Posterior and saved with a checkpoint.
 type Preparation struct {
-	Mode                  []float64 // u*, the anchor
-	Chol                  []float64 // L, lower Cholesky factor of the inverse Hessian at u*, row-major
-	Hessian               []float64 // −∇² log π at u* (empirical Fisher + prior), row-major
-	Anchor                []float64 // ĝ_full(u*), likelihood part
-	AnchorSE              []float64 // its standard error per coordinate
-	Passes                int       // tiling passes averaged into Anchor
-	ShiftSD               float64   // max |Lᵀ AnchorSE|: the mean shift, in posterior sds, that the anchor error may cause
-	NoisePlain            []float64 // W of the plain estimator, row-major (posterior scale)
-	NoiseCV               []float64 // W of the control-variate estimator
-	LambdaPlain, LambdaCV float64   // their largest eigenvalues
-	Gradient              Gradient  // the estimator chosen
-	StepSize              float64
-	Seconds               float64 // time the preparation took
+	Mode     []float64 // u*, the anchor
+	Chol     []float64 // L, lower Cholesky factor of the inverse Hessian at u*, row-major
+	Hessian  []float64 // −∇² log π at u* (empirical Fisher + prior), row-major
+	Anchor   []float64 // ĝ_full(u*), likelihood part
+	AnchorSE []float64 // its standard error per coordinate
+	Passes   int       // tiling passes averaged into Anchor
+	// Correction is added to the plain estimator: Anchor minus the tiled
+	// score at u* of the plain chains' own filter (zero for exact
+	// gradients), and CorrectionSE its standard error.
+	Correction, CorrectionSE []float64
+	ShiftSD                  float64   // max |Lᵀ AnchorSE|: the mean shift, in posterior sds, that the anchor error may cause
+	NoisePlain               []float64 // W of the plain estimator, row-major (posterior scale)
+	NoiseCV                  []float64 // W of the control-variate estimator
+	LambdaPlain, LambdaCV    float64   // their largest eigenvalues
+	CostPlain, CostCV        float64   // measured seconds per gradient of each (one worker)
+	Gradient                 Gradient  // the estimator chosen
+	StepSize                 float64
+	Seconds                  float64 // time the preparation took
 	// After the adaptation: each chain's state, the iterations it took
 	// per chain, and the autocorrelation time measured in its last window.
 	Starts          [][]float64
@@ -217,8 +236,8 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	switch {
 	case s.S < 0:
 		return nil, bad("S = %d is negative", s.S)
-	case s.N < 0 || s.AnchorParticles < 0:
-		return nil, bad("N = %d and AnchorParticles = %d must not be negative", s.N, s.AnchorParticles)
+	case s.N < 0 || s.AnchorParticles < 0 || s.CVParticles < 0:
+		return nil, bad("N = %d, CVParticles = %d and AnchorParticles = %d must not be negative", s.N, s.CVParticles, s.AnchorParticles)
 	case s.WarmUp < 0 || s.AnchorPasses < 0 || s.NoiseProbes < 0:
 		return nil, bad("WarmUp, AnchorPasses and NoiseProbes must not be negative")
 	case s.StepSize < 0 || math.IsNaN(s.StepSize) || s.StepSize >= 1:
@@ -256,7 +275,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	// A filter holds about 3 state rows, 2 statistic rows and 6 scalars
 	// per particle in float64; the anchor's filter has AnchorParticles.
 	perParticle := 8 * (3*d.State + 2*d.Param + 6)
-	for _, n := range []int{s.N, s.AnchorParticles, 4 * s.N} {
+	for _, n := range []int{s.N, s.AnchorParticles, 4 * s.N, s.CVParticles} {
 		if need := float64(n) * float64(perParticle); need > 4<<30 {
 			return nil, bad("%d particles would need %.1f GB per filter (%d bytes each); the limit is 4 GB", n, need/(1<<30), perParticle)
 		}
@@ -309,7 +328,25 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		return nil, err
 	}
 	f.u0 = u0
+	f.cvset = f.gset
+	if s.CVParticles > 0 && !s.Exact && hasTransitionDensity(model, u0) {
+		f.cvset.PF.N = s.CVParticles
+		f.cvset.PF.Smoother = pf.ForwardOnly
+		f.cvset.PF.Sorted = true
+	}
 	return f, nil
+}
+
+// hasTransitionDensity reports whether the model's kernel at u has a
+// transition density (is not ssm.Degenerate), which the forward-only
+// smoother needs.
+func hasTransitionDensity(model ssm.Model, u []float64) bool {
+	k, err := model.Bind(u)
+	if err != nil {
+		return false
+	}
+	dg, ok := k.(ssm.Degenerate)
+	return !ok || !dg.DegenerateTransition()
 }
 
 // newEstimator returns a fresh estimator with settings set (validated in
@@ -663,6 +700,7 @@ func (f *fit) prepare(ctx context.Context) error {
 	// so a larger filter here buys a smaller bias at the cost of the
 	// preparation only.
 	fisher := t.fisher
+	own := t // the chains' own filter's tiled score at u
 	if !f.s.Exact {
 		// Four passes at least: their spread is the standard error's
 		// estimate, and two would give it one degree of freedom.
@@ -689,9 +727,37 @@ func (f *fit) prepare(ctx context.Context) error {
 	if l, err = cholInverse(h); err != nil {
 		return err
 	}
+	// The plain chains' bias correction c = ĝ_full(u*) − ĝ_gset(u*): the
+	// tiled score of their own (smaller) filter at u* measures its
+	// particle bias there, so g_S(u) + c has the bias b(u) − b(u*), which
+	// is small near u*, as for the control variate. Its error adds to the
+	// anchor's; more passes of the cheap filter until it too moves the
+	// mean by < 0.1 sd.
+	correction := make([]float64, p)
+	corrSE := make([]float64, p)
+	setCorr := func() {
+		for i := range correction {
+			correction[i] = t.mean[i] - own.mean[i]
+			corrSE[i] = math.Hypot(t.se[i], own.se[i])
+		}
+	}
+	if !f.s.Exact {
+		setCorr()
+		for own.passes < f.s.AnchorPasses && maxAbs(lTrans(l, corrSE)) > 0.1 {
+			more := min(max(own.passes, f.s.Workers), f.s.AnchorPasses-own.passes)
+			o, err := f.tile(ctx, u, more, stream, f.gset)
+			if err != nil {
+				return err
+			}
+			stream += uint64(more)
+			own.merge(o)
+			setCorr()
+		}
+	}
 	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.se,
-		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.se))}
-	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd", t.passes, f.prep.ShiftSD)
+		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.se)), Correction: correction, CorrectionSE: corrSE}
+	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
+		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 
 	if err := f.measureNoise(ctx); err != nil {
 		return err
@@ -721,31 +787,47 @@ func (f *fit) measureNoise(ctx context.Context) error {
 	if err := f.noiseAt(ctx, points, 1<<42); err != nil {
 		return err
 	}
+	f.chooseGradient()
+	return nil
+}
+
+// chooseGradient picks the estimator of the lower cost per effective
+// draw (unless the user chose one) and sets the step for it. The step h =
+// 1/(1+κλ) makes the chain's autocorrelation time about 2(1+κλ)
+// iterations (setStep), each at the measured cost of its estimator. It is
+// called once, at the mode: the noise measured later where the chains are
+// only resets the step, because a λ estimated from heavy-tailed gradient
+// noise varies two- to three-fold between windows, and a switch to the
+// plain estimator on such a draw made the DAX posterior measurably worse
+// (σ 0.6 reference sds off, sds 6–13% too wide; its noise correction h·W
+// is about 1, so an error in W shows, while the control variate's is
+// small).
+func (f *fit) chooseGradient() {
+	pr := &f.prep
 	lp, lc := f.lambdas()
-	// The step h = 1/(1+λ) makes the chain's autocorrelation time about
-	// 2(1+λ) iterations; a control-variate iteration costs two.
 	switch f.s.Gradient {
 	case AutoGradient:
 		pr.Gradient = PlainGradient
-		if 2*(1+lc) < 1+lp && pr.ShiftSD <= 0.25 {
+		if pr.CostCV*(1+f.cvKappa()*lc) < pr.CostPlain*(1+lp) && pr.ShiftSD <= 0.25 {
 			pr.Gradient = ControlVariateGradient
 		}
 	default:
 		pr.Gradient = f.s.Gradient
 	}
 	f.setStep()
-	f.log("gradient noise λ_max(W): plain %.3g, control variate %.3g; using %v gradients", lp, lc, pr.Gradient)
-	return nil
+	f.log("gradient noise λ_max(W): plain %.3g (%.2f ms per gradient), control variate %.3g (%.2f ms); using %v gradients",
+		lp, 1e3*pr.CostPlain, lc, 1e3*pr.CostCV, pr.Gradient)
 }
 
 // noiseAt sets V for both estimators from probes at points (each point
 // evaluated twice, independently), random stream stream.
 func (f *fit) noiseAt(ctx context.Context, points [][]float64, stream uint64) error {
 	pr := &f.prep
-	dPlain, dCV, err := f.probe(ctx, points, stream)
+	dPlain, dCV, cp, cc, err := f.probe(ctx, points, stream)
 	if err != nil {
 		return err
 	}
+	pr.CostPlain, pr.CostCV = cp, cc
 	p, K := f.dim, len(points)
 	cov := func(d [][]float64) []float64 {
 		v := make([]float64, p*p)
@@ -778,20 +860,39 @@ func (f *fit) noiseW() []float64 {
 	return sandwich(pr.Chol, pr.NoisePlain)
 }
 
-// setStep sets the step h = min(0.25, 1/(1 + λ_max(W))) unless the user
+// setStep sets the step h = min(0.25, 1/(1 + κλ_max(W))) unless the user
 // gave one: the injected covariance (2h − h²)I − h²W then keeps at least
-// half of SGLD's noise.
+// half of SGLD's noise. κ = 1 for the plain estimator and the ancestral
+// control variate, whose noise (subsampling, resp. the particles'
+// discontinuities) is about the same everywhere. The noise of the
+// continuous control variate (CVParticles: forward-only, sorted) grows
+// like the squared distance r² from u* (in posterior sds), and W is its average
+// over the posterior (E r² = p): at r the chain sees about r²/p times W,
+// and a step that is large against that excess widens the tails, which
+// raises the noise further out, and the chains run away (measured on the
+// SVM: φ → 1 within a few hundred iterations). So κ = r²₀.₉₉₉/p, with
+// r²₀.₉₉₉ the 0.999 quantile of χ²_p, keeps hλ below about 1 out to the
+// 0.999 contour of the posterior.
 func (f *fit) setStep() {
 	pr := &f.prep
 	pr.LambdaPlain, pr.LambdaCV = f.lambdas()
 	lambda := pr.LambdaPlain
 	if pr.Gradient == ControlVariateGradient {
-		lambda = pr.LambdaCV
+		lambda = pr.LambdaCV * f.cvKappa()
 	}
 	pr.StepSize = f.s.StepSize
 	if pr.StepSize == 0 {
 		pr.StepSize = math.Min(0.25, 1/(1+lambda))
 	}
+}
+
+// cvKappa returns κ for the control variate: the 0.999 quantile of χ²_p
+// over its mean p for the continuous (sorted, forward-only) filter, else 1.
+func (f *fit) cvKappa() float64 {
+	if !f.cvset.PF.Sorted {
+		return 1
+	}
+	return distuv.ChiSquared{K: float64(f.dim)}.Quantile(0.999) / float64(f.dim)
 }
 
 // sandwich returns Lᵀ V L (row-major) for lower-triangular L.
@@ -816,42 +917,62 @@ func sandwich(l, v []float64) []float64 {
 	return out
 }
 
-// probe evaluates, at each point u, two independent pairs (g_S(u),
-// g_S(u*)) with common random numbers within each pair. It returns per
-// point the difference of the two plain estimates and the difference of
-// the two control-variate differences.
-func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPlain, dCV [][]float64, err error) {
+// probe evaluates, at each point u, two independent plain estimates g_S(u)
+// (filter gset) and two independent control-variate differences g_S(u) −
+// g_S(u*) with common random numbers within each (filter cvset). It
+// returns per point the difference of the two plain estimates and of the
+// two control-variate differences, and the measured seconds per plain
+// gradient and per control-variate gradient (two filters).
+func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPlain, dCV [][]float64, costPlain, costCV float64, err error) {
 	p, K := f.dim, len(points)
 	pr := &f.prep
 	dPlain, dCV = make([][]float64, K), make([][]float64, K)
+	t0 := time.Now()
 	err = f.parallel(K, f.gset, func(est *gradient.Estimator, k int) error {
-		src := rand.NewPCG(0, 0)
-		r := rand.New(src)
-		var g [4][]float64
 		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
-		for pair := 0; pair < 2; pair++ {
-			g[2*pair], g[2*pair+1] = make([]float64, p), make([]float64, p)
-			s1, s2 := rng.Uint64(), rng.Uint64()
-			src.Seed(s1, s2)
-			if _, err := est.Likelihood(ctx, g[2*pair], points[k], r); err != nil {
-				return err
-			}
-			src.Seed(s1, s2)
-			if _, err := est.Likelihood(ctx, g[2*pair+1], pr.Mode, r); err != nil {
-				return err
-			}
+		g0, g1 := make([]float64, p), make([]float64, p)
+		if _, err := est.Likelihood(ctx, g0, points[k], rng); err != nil {
+			return err
 		}
-		dPlain[k], dCV[k] = make([]float64, p), make([]float64, p)
-		for i := range p {
-			dPlain[k][i] = g[0][i] - g[2][i]
-			dCV[k][i] = (g[0][i] - g[1][i]) - (g[2][i] - g[3][i])
+		if _, err := est.Likelihood(ctx, g1, points[k], rng); err != nil {
+			return err
 		}
+		for i := range g0 {
+			g0[i] -= g1[i]
+		}
+		dPlain[k] = g0
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
+		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
 	}
-	return dPlain, dCV, nil
+	workers := float64(min(f.s.Workers, K))
+	costPlain = time.Since(t0).Seconds() * workers / float64(2*K)
+	t0 = time.Now()
+	err = f.parallel(K, f.cvset, func(est *gradient.Estimator, k int) error {
+		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)+1<<32))
+		cv, err := gradient.NewControlVariate(est, pr.Mode, pr.Anchor)
+		if err != nil {
+			return err
+		}
+		d0, d1 := make([]float64, p), make([]float64, p)
+		if err := cv.Difference(ctx, d0, points[k], rng); err != nil {
+			return err
+		}
+		if err := cv.Difference(ctx, d1, points[k], rng); err != nil {
+			return err
+		}
+		for i := range d0 {
+			d0[i] -= d1[i]
+		}
+		dCV[k] = d0
+		return nil
+	})
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
+	}
+	costCV = time.Since(t0).Seconds() * workers / float64(2*K)
+	return dPlain, dCV, costPlain, costCV, nil
 }
 
 func maxEigen(w []float64, p int) float64 {

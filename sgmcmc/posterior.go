@@ -453,8 +453,8 @@ func (f *fit) fingerprint() string {
 		}
 	}
 	s := f.s
-	return fmt.Sprintf("%T|%x|S%d B%d N%d NA%d P%d E%v G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v",
-		f.model, h, s.S, s.B, s.N, s.AnchorParticles, s.Proposal, s.Exact, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
+	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v",
+		f.model, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
 		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init)
 }
 

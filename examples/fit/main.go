@@ -72,7 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	fs.IntVar(&s.S, "S", 40, "subsequence length S")
 	fs.IntVar(&s.B, "B", 10, "buffer length B on each side (negative: none)")
-	fs.IntVar(&s.N, "N", 1000, "number of particles")
+	fs.IntVar(&s.N, "N", 1000, "number of particles of the plain gradient's filter")
+	fs.IntVar(&s.CVParticles, "Ncv", 0, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients instead of a particle filter (lgssm only)")
 	fs.StringVar(&c.gradient, "gradient", "auto", "stochastic gradient: auto, cv (control variates) or plain")
@@ -112,8 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
 	case s.S < 1:
 		return nil, fmt.Errorf("-S = %d must be at least 1", s.S)
-	case s.N < 1:
-		return nil, fmt.Errorf("-N = %d must be at least 1", s.N)
+	case s.N < 1 || s.CVParticles < 0:
+		return nil, fmt.Errorf("-N = %d must be at least 1 and -Ncv = %d not negative", s.N, s.CVParticles)
 	case s.StepSize < 0 || s.StepSize >= 1:
 		return nil, fmt.Errorf("-step = %v must be in (0, 1), or 0 for automatic", s.StepSize)
 	case s.WarmUp < 1:
