@@ -47,56 +47,44 @@ const (
 	garchParams = 4
 )
 
-var (
-	garchNames      = []string{"mu", "phi", "lambda", "tau"}
-	garchTransforms = []Transform{{Lo: 0, Hi: 2, Rate: 1}, Unit, Unit, Positive}
-	// garchPrior is read-only; DefaultGARCHPrior hands out copies.
-	garchPrior = Independent{
-		Transforms: garchTransforms,
-		Marginals: []Marginal{
-			Uniform{Lo: 0, Hi: 2},
-			Beta{A: 10, B: 1.5, Lo: -1, Hi: 1, TruncLo: 0, TruncHi: 1},
-			Beta{A: 20, B: 1.5, Lo: -1, Hi: 1, TruncLo: 0, TruncHi: 1},
-			InvGammaSq{A: 2, B: 0.5},
-		},
-	}
-)
+// garchSpec is the GARCH parameter map and default prior; it is read-only
+// (DefaultGARCHPrior hands out copies).
+var garchSpec = Params{
+	Names:      []string{"mu", "phi", "lambda", "tau"},
+	Transforms: []Transform{Interval(0, 2), Unit, Unit, Positive},
+	Prior: []Marginal{
+		Uniform{Lo: 0, Hi: 2},
+		Beta{A: 10, B: 1.5, Lo: -1, Hi: 1, TruncLo: 0, TruncHi: 1},
+		Beta{A: 20, B: 1.5, Lo: -1, Hi: 1, TruncLo: 0, TruncHi: 1},
+		InvGammaSq{A: 2, B: 0.5},
+	},
+}
 
 // DefaultGARCHPrior returns the paper's GARCH prior pushed forward to u:
 // μ ~ Uniform(0, 2); (φ+1)/2 ~ Beta(10, 1.5) restricted to φ ∈ (0, 1);
 // (λ+1)/2 ~ Beta(20, 1.5) restricted to λ ∈ (0, 1); τ² ~ InvGamma(2, 0.5).
 // The result is a fresh copy the caller may modify.
-func DefaultGARCHPrior() Independent {
-	return Independent{
-		Transforms: append([]Transform(nil), garchPrior.Transforms...),
-		Marginals:  append([]Marginal(nil), garchPrior.Marginals...),
-	}
-}
+func DefaultGARCHPrior() Independent { return garchSpec.Clone().Independent() }
 
 // Dims implements ssm.Model.
 func (GARCH) Dims() ssm.Dims { return ssm.Dims{State: garchState, Obs: 1, Param: garchParams} }
 
 // ParamNames implements ssm.Model: "mu", "phi", "lambda", "tau".
-func (GARCH) ParamNames() []string { return append([]string(nil), garchNames...) }
+func (GARCH) ParamNames() []string { return garchSpec.ParamNames() }
 
 // LogPrior implements ssm.Prior.
-func (m GARCH) LogPrior(grad, u []float64) float64 {
-	if m.Prior == nil {
-		return garchPrior.LogPrior(grad, u)
-	}
-	return m.Prior.LogPrior(grad, u)
-}
+func (m GARCH) LogPrior(grad, u []float64) float64 { return orPrior(m.Prior, garchSpec, grad, u) }
 
 // Constrain implements ssm.Model.
 func (GARCH) Constrain(theta, u []float64) float64 {
 	garchCheckParams("Constrain", theta, u)
-	return constrain(garchTransforms, theta, u)
+	return garchSpec.Constrain(theta, u)
 }
 
 // Unconstrain implements ssm.Model.
 func (GARCH) Unconstrain(u, theta []float64) error {
 	garchCheckParams("Unconstrain", u, theta)
-	return unconstrain(garchTransforms, garchNames, u, theta)
+	return garchSpec.Unconstrain(u, theta)
 }
 
 // Params returns u for the natural parameters, or a *ssm.ParamError when
@@ -152,15 +140,8 @@ func (dst *garchKernel) Rebind(u []float64) error {
 	}
 	var k garchKernel
 	var v, dv [garchParams]float64
-	for i, tr := range garchTransforms {
-		if math.IsNaN(u[i]) {
-			return &ssm.ParamError{Name: garchNames[i], Value: math.NaN(), Reason: fmt.Sprintf("u[%d] is NaN", i)}
-		}
-		v[i], dv[i], _, _ = tr.Forward(u[i])
-		// Saturated transforms (|u| of a few tens) land on the boundary.
-		if !(v[i] > tr.Lo && v[i] < tr.Hi) || dv[i] == 0 {
-			return &ssm.ParamError{Name: garchNames[i], Value: v[i], Reason: fmt.Sprintf("must lie strictly inside (%v, %v) (u[%d] = %v)", tr.Lo, tr.Hi, i, u[i])}
-		}
+	if err := garchSpec.Natural(v[:], dv[:], u); err != nil {
+		return err
 	}
 	mu, phi, lam, tau := v[0], v[1], v[2], v[3]
 	k.mu, k.tau = mu, tau

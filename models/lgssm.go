@@ -34,58 +34,47 @@ type LGSSM struct {
 // ar1Params is the parameter dimension of LGSSM and SVM.
 const ar1Params = 3
 
-var (
-	ar1Names      = []string{"phi", "sigma", "tau"}
-	ar1Transforms = []Transform{Symmetric, Positive, Positive}
-	// ar1Prior is read-only; DefaultLGSSMPrior and DefaultSVMPrior hand
-	// out copies.
-	ar1Prior = Independent{
-		Transforms: ar1Transforms,
-		Marginals: []Marginal{
-			Beta{A: 5, B: 1.5, Lo: -1, Hi: 1},
-			InvGammaSq{A: 2, B: 0.5},
-			InvGammaSq{A: 2, B: 0.5},
-		},
-	}
-)
-
-func ar1DefaultPrior() Independent {
-	return Independent{
-		Transforms: append([]Transform(nil), ar1Prior.Transforms...),
-		Marginals:  append([]Marginal(nil), ar1Prior.Marginals...),
-	}
+// ar1Spec is the parameter map and default prior of LGSSM and SVM; it is
+// read-only (DefaultLGSSMPrior and DefaultSVMPrior hand out copies).
+var ar1Spec = Params{
+	Names:      []string{"phi", "sigma", "tau"},
+	Transforms: []Transform{Symmetric, Positive, Positive},
+	Prior:      []Marginal{Beta{A: 5, B: 1.5, Lo: -1, Hi: 1}, InvGammaSq{A: 2, B: 0.5}, InvGammaSq{A: 2, B: 0.5}},
 }
 
 // DefaultLGSSMPrior returns the default LGSSM prior pushed forward to u:
 // (φ+1)/2 ~ Beta(5, 1.5), σ² ~ InvGamma(2, 0.5), τ² ~ InvGamma(2, 0.5),
 // independent (InvGamma(a, b) has density ∝ v^(−a−1) e^(−b/v)). The result
 // is a fresh copy the caller may modify.
-func DefaultLGSSMPrior() Independent { return ar1DefaultPrior() }
+func DefaultLGSSMPrior() Independent { return ar1Spec.Clone().Independent() }
+
+// orPrior returns LogPrior of prior, or of spec's own prior when nil.
+func orPrior(prior ssm.Prior, spec Params, grad, u []float64) float64 {
+	if prior == nil {
+		return spec.LogPrior(grad, u)
+	}
+	return prior.LogPrior(grad, u)
+}
 
 // Dims implements ssm.Model.
 func (LGSSM) Dims() ssm.Dims { return ssm.Dims{State: 1, Obs: 1, Param: ar1Params} }
 
 // ParamNames implements ssm.Model: "phi", "sigma", "tau".
-func (LGSSM) ParamNames() []string { return append([]string(nil), ar1Names...) }
+func (LGSSM) ParamNames() []string { return ar1Spec.ParamNames() }
 
 // LogPrior implements ssm.Prior.
-func (m LGSSM) LogPrior(grad, u []float64) float64 {
-	if m.Prior == nil {
-		return ar1Prior.LogPrior(grad, u)
-	}
-	return m.Prior.LogPrior(grad, u)
-}
+func (m LGSSM) LogPrior(grad, u []float64) float64 { return orPrior(m.Prior, ar1Spec, grad, u) }
 
 // Constrain implements ssm.Model.
 func (LGSSM) Constrain(theta, u []float64) float64 {
 	ar1CheckParams("LGSSM.Constrain", theta, u)
-	return constrain(ar1Transforms, theta, u)
+	return ar1Spec.Constrain(theta, u)
 }
 
 // Unconstrain implements ssm.Model.
 func (LGSSM) Unconstrain(u, theta []float64) error {
 	ar1CheckParams("LGSSM.Unconstrain", u, theta)
-	return unconstrain(ar1Transforms, ar1Names, u, theta)
+	return ar1Spec.Unconstrain(u, theta)
 }
 
 // Params returns u = (atanh φ, log σ, log τ), or a *ssm.ParamError when
@@ -138,11 +127,7 @@ func (m LGSSM) Simulate(T int, u []float64, rng *rand.Rand) (x []float64, y ssm.
 
 // ar1Params3 validates (φ, σ, τ) and returns u.
 func ar1Params3(phi, sigma, tau float64) ([]float64, error) {
-	u := make([]float64, ar1Params)
-	if err := unconstrain(ar1Transforms, ar1Names, u, []float64{phi, sigma, tau}); err != nil {
-		return nil, err
-	}
-	return u, nil
+	return ar1Spec.FromNatural(phi, sigma, tau)
 }
 
 func ar1Simulate(m ssm.Model, name string, T int, u []float64, rng *rand.Rand) ([]float64, ssm.Sequence, error) {
@@ -184,16 +169,8 @@ func newScalarAR1(name string, u []float64) (scalarAR1, error) {
 		panic(fmt.Sprintf("models: %s.Bind: len(u) = %d, want %d", name, len(u), ar1Params))
 	}
 	var v, dv [ar1Params]float64
-	for i, tr := range ar1Transforms {
-		if math.IsNaN(u[i]) {
-			return scalarAR1{}, &ssm.ParamError{Name: ar1Names[i], Value: math.NaN(), Reason: fmt.Sprintf("u[%d] is NaN", i)}
-		}
-		v[i], dv[i], _, _ = tr.Forward(u[i])
-		// Saturated transforms (|u| of a few tens or hundreds) land on the
-		// boundary of the support or overflow.
-		if !(v[i] > tr.Lo && v[i] < tr.Hi) || !(dv[i] > 0) {
-			return scalarAR1{}, &ssm.ParamError{Name: ar1Names[i], Value: v[i], Reason: fmt.Sprintf("must lie strictly inside (%v, %v) (u[%d] = %v)", tr.Lo, tr.Hi, i, u[i])}
-		}
+	if err := ar1Spec.Natural(v[:], dv[:], u); err != nil {
+		return scalarAR1{}, err
 	}
 	var a scalarAR1
 	a.phi, a.sigma, a.tau = v[0], v[1], v[2]

@@ -9,10 +9,16 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-// Transform maps an unconstrained u ∈ R onto the support of one natural
-// parameter: Lo + (Hi−Lo)·logistic(Rate·u) for a finite interval (Rate 0
-// means 1), and Lo + exp(u) when Hi = +Inf. Symmetric, with Rate 2, is
-// v = −1 + 2·logistic(2u) = tanh(u), so u = atanh(φ) as in the paper.
+// Transform maps an unconstrained u ∈ R onto the support (Lo, Hi) of one
+// natural parameter v:
+//
+//	v = Lo + (Hi−Lo)·logistic(Rate·u)  for a finite interval (Rate 0 means 1),
+//	v = Lo + e^u                       when Hi = +Inf (Lo finite),
+//	v = Hi − e^(−u)                    when Lo = −Inf (Hi finite),
+//	v = u                              when Lo = −Inf and Hi = +Inf ([Real]).
+//
+// Symmetric, with Rate 2, is v = −1 + 2·logistic(2u) = tanh(u), so
+// u = atanh(φ) as in the paper.
 type Transform struct {
 	Lo, Hi float64
 	Rate   float64
@@ -20,16 +26,28 @@ type Transform struct {
 
 // Common transforms.
 var (
-	Positive  = Transform{0, math.Inf(1), 1} // u = log v
-	Symmetric = Transform{-1, 1, 2}          // u = atanh v
-	Unit      = Transform{0, 1, 1}           // u = logit v
+	Real      = Transform{math.Inf(-1), math.Inf(1), 1} // u = v
+	Positive  = Transform{0, math.Inf(1), 1}            // u = log v
+	Symmetric = Transform{-1, 1, 2}                     // u = atanh v
+	Unit      = Transform{0, 1, 1}                      // u = logit v
 )
+
+// Interval returns the transform onto (a, b), u = logit((v−a)/(b−a)); a
+// may be −Inf or b +Inf (see [Transform]).
+func Interval(a, b float64) Transform { return Transform{Lo: a, Hi: b, Rate: 1} }
 
 // Forward returns v(u), dv/du, log|dv/du| and d log|dv/du| / du.
 func (tr Transform) Forward(u float64) (v, dv, logJ, dlogJ float64) {
 	if math.IsInf(tr.Hi, 1) {
+		if math.IsInf(tr.Lo, -1) {
+			return u, 1, 0, 0
+		}
 		e := math.Exp(u)
 		return tr.Lo + e, e, u, 1
+	}
+	if math.IsInf(tr.Lo, -1) {
+		e := math.Exp(-u)
+		return tr.Hi - e, e, -u, -1
 	}
 	w := tr.Hi - tr.Lo
 	r := tr.rate()
@@ -63,8 +81,13 @@ func (tr Transform) Inverse(v float64) (u float64, ok bool) {
 	if !(v > tr.Lo && v < tr.Hi) {
 		return math.NaN(), false
 	}
-	if math.IsInf(tr.Hi, 1) {
+	switch {
+	case math.IsInf(tr.Hi, 1) && math.IsInf(tr.Lo, -1):
+		return v, true
+	case math.IsInf(tr.Hi, 1):
 		return math.Log(v - tr.Lo), true
+	case math.IsInf(tr.Lo, -1):
+		return -math.Log(tr.Hi - v), true
 	}
 	z := (v - tr.Lo) / (tr.Hi - tr.Lo)
 	return (math.Log(z) - math.Log1p(-z)) / tr.rate(), true
@@ -140,6 +163,13 @@ func (n Normal) LogDensity(v float64) (float64, float64) {
 	return -0.5*z*z - math.Log(n.Sigma) - 0.5*math.Log(2*math.Pi), -z / n.Sigma
 }
 
+// Flat is the improper prior with constant density 1, for a parameter whose
+// likelihood alone is informative enough.
+type Flat struct{}
+
+// LogDensity implements Marginal.
+func (Flat) LogDensity(float64) (float64, float64) { return 0, 0 }
+
 // Independent is a product prior over natural parameters, pushed forward to
 // u through per-coordinate transforms: log π(u) = Σ_i [log p_i(v_i(u_i)) +
 // log|dv_i/du_i|]. It implements ssm.Prior.
@@ -163,29 +193,6 @@ func (p Independent) LogPrior(grad, u []float64) float64 {
 		}
 	}
 	return total
-}
-
-// constrain applies transforms coordinate-wise and returns Σ log|dv/du|.
-func constrain(trs []Transform, theta, u []float64) float64 {
-	logJ := 0.0
-	for i, tr := range trs {
-		v, _, lj, _ := tr.Forward(u[i])
-		theta[i] = v
-		logJ += lj
-	}
-	return logJ
-}
-
-// unconstrain inverts constrain, naming the first parameter out of range.
-func unconstrain(trs []Transform, names []string, u, theta []float64) error {
-	for i, tr := range trs {
-		v, ok := tr.Inverse(theta[i])
-		if !ok {
-			return &ssm.ParamError{Name: names[i], Value: theta[i], Reason: fmt.Sprintf("must lie in (%v, %v)", tr.Lo, tr.Hi)}
-		}
-		u[i] = v
-	}
-	return nil
 }
 
 var _ ssm.Prior = Independent{}

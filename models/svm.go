@@ -33,32 +33,27 @@ type SVM struct {
 // DefaultSVMPrior returns the default SVM prior, the same as
 // DefaultLGSSMPrior: (φ+1)/2 ~ Beta(5, 1.5), σ² ~ InvGamma(2, 0.5),
 // τ² ~ InvGamma(2, 0.5). The result is a fresh copy the caller may modify.
-func DefaultSVMPrior() Independent { return ar1DefaultPrior() }
+func DefaultSVMPrior() Independent { return ar1Spec.Clone().Independent() }
 
 // Dims implements ssm.Model.
 func (SVM) Dims() ssm.Dims { return ssm.Dims{State: 1, Obs: 1, Param: ar1Params} }
 
 // ParamNames implements ssm.Model: "phi", "sigma", "tau".
-func (SVM) ParamNames() []string { return append([]string(nil), ar1Names...) }
+func (SVM) ParamNames() []string { return ar1Spec.ParamNames() }
 
 // LogPrior implements ssm.Prior.
-func (m SVM) LogPrior(grad, u []float64) float64 {
-	if m.Prior == nil {
-		return ar1Prior.LogPrior(grad, u)
-	}
-	return m.Prior.LogPrior(grad, u)
-}
+func (m SVM) LogPrior(grad, u []float64) float64 { return orPrior(m.Prior, ar1Spec, grad, u) }
 
 // Constrain implements ssm.Model.
 func (SVM) Constrain(theta, u []float64) float64 {
 	ar1CheckParams("SVM.Constrain", theta, u)
-	return constrain(ar1Transforms, theta, u)
+	return ar1Spec.Constrain(theta, u)
 }
 
 // Unconstrain implements ssm.Model.
 func (SVM) Unconstrain(u, theta []float64) error {
 	ar1CheckParams("SVM.Unconstrain", u, theta)
-	return unconstrain(ar1Transforms, ar1Names, u, theta)
+	return ar1Spec.Unconstrain(u, theta)
 }
 
 // Params returns u = (atanh φ, log σ, log τ), or a *ssm.ParamError when
