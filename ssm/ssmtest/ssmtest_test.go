@@ -24,6 +24,11 @@ type toyLGSSM struct {
 	nanBug       bool // adds the emission even when y is missing
 	jacBug       bool // Constrain returns a log-Jacobian off by 0.1
 	priorBug     bool // flips the sign of the prior gradient
+
+	// Sampler bugs, for the checks of sampler.go.
+	initialBug    bool // SampleInitial draws with sd σ, not the stationary sd
+	transitionBug bool // SampleTransition uses φ² for φ
+	emissionBug   bool // SampleEmission returns 3·y
 }
 
 type toyLGSSMKernel struct {
@@ -68,17 +73,28 @@ func (m toyLGSSM) Bind(u []float64) (ssm.Kernel, error) {
 }
 
 func (k toyLGSSMKernel) SampleInitial(x []float64, rng *rand.Rand) {
+	sd := math.Sqrt(k.v0)
+	if k.m.initialBug {
+		sd = math.Sqrt(k.s2)
+	}
 	for i := range x {
-		x[i] = math.Sqrt(k.v0) * rng.NormFloat64()
+		x[i] = sd * rng.NormFloat64()
 	}
 }
 func (k toyLGSSMKernel) SampleTransition(x, prev []float64, rng *rand.Rand) {
+	phi := k.phi
+	if k.m.transitionBug {
+		phi *= phi
+	}
 	for i := range x {
-		x[i] = k.phi*prev[i] + math.Sqrt(k.s2)*rng.NormFloat64()
+		x[i] = phi*prev[i] + math.Sqrt(k.s2)*rng.NormFloat64()
 	}
 }
 func (k toyLGSSMKernel) SampleEmission(y, x []float64, rng *rand.Rand) {
 	y[0] = x[0] + math.Sqrt(k.t2)*rng.NormFloat64()
+	if k.m.emissionBug {
+		y[0] *= 3
+	}
 }
 func (k toyLGSSMKernel) LogInitial(x []float64) float64 { return logNorm(x[0], 0, k.v0) }
 func (k toyLGSSMKernel) LogTransitions(dst, x, prev []float64) {
