@@ -8,8 +8,8 @@ import (
 // A StudentT model maps natural parameters to u and binds a kernel that
 // evaluates densities on blocks of particles.
 func ExampleStudentT() {
-	m := StudentT{Nu: 5}
-	u, err := m.Params(0.9, 0.5, 1)
+	m := NewStudentT(5)
+	u, err := m.FromNatural(0.9, 0.5, 1)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -76,15 +76,19 @@ Flags:
 	}
 
 	// Simulate data from the model at the true parameters.
-	m := StudentT{Nu: 5}
-	uTrue, err := m.Params(*phi, *sigma, *tau)
+	m := NewStudentT(5)
+	uTrue, err := m.FromNatural(*phi, *sigma, *tau)
 	if err != nil {
 		return err
 	}
-	_, y, err := m.Simulate(*T, uTrue, rand.New(rand.NewPCG(set.Seed, 1<<32)))
+	k, err := m.Bind(uTrue)
 	if err != nil {
 		return err
 	}
+	if *T < 1 {
+		return fmt.Errorf("need -T >= 1 (got %d)", *T)
+	}
+	_, y := ssm.Simulate(k, m.Dims(), *T, rand.New(rand.NewPCG(set.Seed, 1<<32)))
 
 	// One call: model + data -> posterior.
 	post, err := sgmcmc.Fit(ctx, m, ssm.Dataset{Sequences: []ssm.Sequence{y}}, set)
