@@ -10,7 +10,9 @@
 // an unconstrained vector u ∈ R^p; the natural parameters are θ = θ(u),
 // one Transform per coordinate (u = atanh φ, u = log σ, ...). A Prior on the
 // natural parameters is pushed forward to u with the log-Jacobian included,
-// so LogPrior is the density of u.
+// so LogPrior is the density of u. [Params] bundles names, transforms and
+// an independent prior; a model of your own embeds it to get ParamNames,
+// Constrain, Unconstrain and LogPrior (the shipped models use it too).
 //
 // The models:
 //

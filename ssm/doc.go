@@ -80,6 +80,83 @@
 //     state row from the previous row, for derivative checks.
 //   - ExactScorer (Model): exact (N = ∞) log-likelihood and smoothed score
 //     over a window, as the Kalman filter gives for linear Gaussian models.
+//   - StateSmoother (Model): exact filtered and smoothed state moments.
+//   - Rebinder (Kernel), Starter (Model), Volatility (Kernel): in-place
+//     rebinding, a starting point, the volatility of a state.
+//
+// "Writing your own model" below says which algorithms each one unlocks.
+//
+// # Writing your own model
+//
+// A model is a [Model] (the family: parameters, prior, Bind) and the
+// [Kernel] that Bind returns (one member: samplers, log densities, score).
+// examples/custom_model is a complete one in one file of under 150 lines.
+//
+// Parameters and prior. Embed a [github.com/pbsgmcmc/pbsgmcmc/models.Params]
+// (names, one Transform per parameter such as models.Real,
+// models.Positive, models.Unit, models.Symmetric or models.Interval(a, b),
+// and one prior Marginal per parameter such as models.Normal,
+// models.Uniform, models.Beta on a shifted scale or models.InvGammaSq on
+// the square): it supplies ParamNames, Constrain, Unconstrain and LogPrior
+// (Jacobian included), and its Natural method gives Bind θ(u) with a
+// *[ParamError] for NaN or saturated u. The model then writes Dims and
+// Bind only.
+//
+// State layout. A state row is Dims.State float64s, and blocks of particles
+// are n×State row-major, one row per particle. The row holds whatever the
+// transition and emission need from the past: the random part first (as
+// x_t), then any deterministic functions of the past, such as GARCH's
+// σ_t² = α + βx_{t−1}² + γσ_{t−1}² and its tangent ∂σ_t²/∂u, which AddScore
+// needs for the total derivative. SampleTransition fills whole rows;
+// LogTransitions and LogInitial give the density of the random part only.
+//
+// Emissions that depend on the previous state. The interface has
+// y_t | x_t only. For y_t | x_t, x_{t−1} (or any function of the past),
+// carry x_{t−1} in the state: z_t = (x_t, x_{t−1}), whose second half the
+// transition copies from z_{t−1}. The emission reads both halves of its
+// row; LogTransitions is the density of x_t given z_{t−1} alone, and the
+// copy adds nothing to it or to the score. The kernel is then degenerate:
+//
+// Degenerate transitions. A deterministic part of the row (a copied x_{t−1},
+// GARCH's σ_t²) means the full-state transition has no density. The kernel
+// must then implement [Degenerate] returning true, and [StateCompleter],
+// whose Complete(x, prev) recomputes the deterministic part of x from prev
+// under the kernel's parameters (ssm/ssmtest re-derives paths with it when
+// it perturbs u). Filters, the ancestral and shrinkage smoothers, fixed-lag
+// state draws and every gradient estimator that uses them work as usual;
+// what needs f(x_t | x_{t−1}) is refused or replaced, as below.
+//
+// Capabilities and what they unlock:
+//
+//   - a transition density (not [Degenerate]): the backward smoothers
+//     pf.ForwardOnly (O(N²), low variance) and pf.PaRIS, FFBSi state draws
+//     in pf.States and sgmcmc.Posterior.States (fixed-lag otherwise), and
+//     sgmcmc.Fit's forward-only control variate; a degenerate kernel gets
+//     pf.ErrNoTransitionDensity from the first two;
+//   - [TransitionBounder]: accept-reject backward draws in PaRIS and FFBSi
+//     (expected O(1) per draw instead of O(N));
+//   - [Proposer]: the guided filter (pf.Auto picks it, pf.Guided requires
+//     it); Propose must add the exact weight log p(y|x) + log p(x|prev) −
+//     log q(x|prev, y);
+//   - [ExactScorer] (Model): exact log-likelihood and smoothed score over a
+//     window, used by sgmcmc.FitSettings.Exact and by exact
+//     sgmcmc.Posterior.LogLik and PredictiveScore;
+//   - [StateSmoother] (Model): exact filtered and smoothed state moments in
+//     sgmcmc.Posterior.States and Forecast;
+//   - [Rebinder]: re-target a kernel in place so estimators allocate
+//     nothing per iteration; [Starter]: a data-based starting point for
+//     sgmcmc.Fit; [Volatility]: the volatility reported by States.
+//
+// Testing a model. Package [github.com/pbsgmcmc/pbsgmcmc/ssm/ssmtest] checks
+// a model against independent numerical answers: ssmtest.Model runs
+// CheckScore (the summed AddScore against finite differences of the
+// complete-data log-likelihood, with and without missing data),
+// CheckTransform and CheckPrior; ssmtest.Simulator runs CheckSampler
+// (SampleInitial, SampleTransition and SampleEmission against the log
+// densities by score, information and Stein moments) and, for a [Proposer],
+// CheckProposal (Propose's draws against LogProposal and its weights
+// against the densities). A model whose SampleEmission returns 3·y passes
+// the first and fails the second.
 //
 // # Data
 //

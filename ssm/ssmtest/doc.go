@@ -1,7 +1,8 @@
 // Package ssmtest checks an ssm.Model against independent numerical answers,
 // for use in the tests of a model's author.
 //
-// Three checks are provided.
+// Five checks are provided: three of the densities, score, transform and
+// prior (Model runs them), and two of the samplers (Simulator runs them).
 //
 // Score. For a path x_0..x_T and data y_1..y_T the complete-data
 // log-likelihood is
@@ -24,6 +25,21 @@
 // Prior. The gradient that LogPrior stores equals a finite difference of
 // LogPrior, and the value does not depend on whether a gradient is asked
 // for.
+//
+// Samplers. CheckSampler draws n values from each of SampleInitial,
+// SampleTransition and SampleEmission and averages, over the draws Z, the
+// quantities whose expectation is zero when Z comes from the density f_u
+// the kernel evaluates (LogInitial, LogTransitions, AddLogEmission):
+//
+//	∂_i log f_u(Z),   (∂_i log f_u(Z))² + ∂_i² log f_u(Z),   ∂/∂z_c log f_u(Z),
+//
+// the score and information identities in each u_i and Stein's identity in
+// each component of Z, all by central differences of the log densities.
+// A moment more than SamplerZ = 5 Monte Carlo standard errors from zero
+// fails. CheckProposal does the same for Propose against LogProposal and
+// checks the weight Propose adds against log p(y|x) + log p(x|prev) −
+// log q(x|prev, y) to WeightTol. A SampleEmission returning 3·y passes the
+// score check (the densities are right) and fails CheckSampler at z ≈ 40.
 //
 // Relative errors are measured per coordinate as |a − b| / max(|b|, 1), with
 // b the finite-difference answer, so that a coordinate near zero is judged on
