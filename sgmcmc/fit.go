@@ -68,7 +68,14 @@ type FitSettings struct {
 	CVParticles int
 	// AnchorParticles is the number of particles of the filter that
 	// estimates the full-data score at the mode, whose particle bias the
-	// control-variate chains inherit (0: 4N).
+	// control-variate chains inherit (0: 16N). The particle smoothers'
+	// bias on heavy-tailed data falls slowly with N: on the DAX returns at
+	// the reference posterior mean the τ score of the whole series is
+	// 9.4 ± 1.1 with N = 1000, 6.2 ± 2.0 with 4000 and 2.8 ± 1.9 with
+	// 16000 (PaRIS and ancestral alike) against 2.21 from the grid
+	// likelihood, and an error d in the anchor shifts the posterior mean by
+	// about H⁻¹d (0.3 posterior sd of τ at 4000 on DAX, over 2 on the
+	// S&P 500 series).
 	AnchorParticles int
 	// Proposal is the particle filter's proposal (zero value pf.Auto: the
 	// model kernel's guided proposal when it has one).
@@ -275,7 +282,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	// A filter holds about 3 state rows, 2 statistic rows and 6 scalars
 	// per particle in float64; the anchor's filter has AnchorParticles.
 	perParticle := 8 * (3*d.State + 2*d.Param + 6)
-	for _, n := range []int{s.N, s.AnchorParticles, 4 * s.N, s.CVParticles} {
+	for _, n := range []int{s.N, s.AnchorParticles, 16 * s.N, s.CVParticles} {
 		if need := float64(n) * float64(perParticle); need > 4<<30 {
 			return nil, bad("%d particles would need %.1f GB per filter (%d bytes each); the limit is 4 GB", n, need/(1<<30), perParticle)
 		}
@@ -321,7 +328,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	f.aset = f.gset
 	f.aset.PF.N = s.AnchorParticles
 	if f.aset.PF.N == 0 {
-		f.aset.PF.N = 4 * s.N
+		f.aset.PF.N = 16 * s.N
 	}
 	u0, err := f.startPoint()
 	if err != nil {
@@ -828,21 +835,60 @@ func (f *fit) noiseAt(ctx context.Context, points [][]float64, stream uint64) er
 		return err
 	}
 	pr.CostPlain, pr.CostCV = cp, cc
-	p, K := f.dim, len(points)
-	cov := func(d [][]float64) []float64 {
+	pr.NoisePlain = f.clippedNoise(dPlain, 1)
+	pr.NoiseCV = f.clippedNoise(dCV, f.cvKappa())
+	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	return nil
+}
+
+// clippedNoise returns the noise covariance V = ½ E[d dᵀ] (u coordinates,
+// row-major) from the differences d of independent pairs of estimates, as
+// the sampler feels it. Particle gradients on heavy-tailed data have
+// heavy-tailed noise: a rare window with an extreme day gives a gradient
+// tens of times the usual, and one such probe among 96 moved λ_max(W)
+// from 12 to 549 between two windows of one DAX fit (and the step with
+// it). Precond bounds every drift h·Lᵀĝ to MaxDrift = 1 posterior sd, so
+// noise beyond |Lᵀξ| = 1/h never reaches the chain; each probe's noise is
+// clipped there, with h the step that the clipped V itself gives (three
+// fixed-point rounds from the unclipped V). Noise that is large but not
+// rare (|Lᵀξ| ≈ √(λp) ≪ 1 + λ) is not touched.
+func (f *fit) clippedNoise(d [][]float64, kappa float64) []float64 {
+	p, K := f.dim, len(d)
+	l := f.prep.Chol
+	scale := make([]float64, K)
+	for k := range scale {
+		scale[k] = 1
+	}
+	cov := func() []float64 {
 		v := make([]float64, p*p)
-		for _, di := range d {
+		for k, dk := range d {
+			w := 0.5 * scale[k] * scale[k] / float64(K)
 			for a := range p {
 				for b := range p {
-					v[a*p+b] += 0.5 * di[a] * di[b] / float64(K)
+					v[a*p+b] += w * dk[a] * dk[b]
 				}
 			}
 		}
 		return v
 	}
-	pr.NoisePlain, pr.NoiseCV = cov(dPlain), cov(dCV)
-	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
-	return nil
+	v := cov()
+	for range 3 {
+		h := f.s.StepSize
+		if h == 0 {
+			h = math.Min(0.25, 1/(1+kappa*maxEigen(sandwich(l, v), p)))
+		}
+		limit := 1 / h // MaxDrift / h
+		for k, dk := range d {
+			z := lTrans(l, dk)
+			r := math.Sqrt(0.5 * dot(z, z))
+			scale[k] = 1
+			if r > limit {
+				scale[k] = limit / r
+			}
+		}
+		v = cov()
+	}
+	return v
 }
 
 // lambdas returns λ_max of W = Lᵀ V L for both estimators at the current L.
