@@ -19,6 +19,12 @@ var (
 	// ErrPanic marks a chain stopped by a panic in its estimator or
 	// method, recovered by Run and reported as a *ChainError.
 	ErrPanic = errors.New("sgmcmc: recovered panic")
+	// ErrFinished is returned by Fit resuming from a checkpoint whose
+	// chains had already finished (a process stopped after its last
+	// checkpoint, before it returned): there is nothing left to sample,
+	// and the draws are in the Recorder's output of the earlier run
+	// (e.g. its CSV file), not in memory.
+	ErrFinished = errors.New("sgmcmc: the checkpointed run had already finished")
 )
 
 // NonFiniteError reports a NaN or infinite gradient estimate or parameter.

@@ -228,6 +228,10 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	post.U, post.Natural = us, nat
 	if post.Draws() == 0 {
+		if f.s.Checkpoint != "" && runErr == nil && res.Status == IterationLimit {
+			return nil, fmt.Errorf("%w: its draws are in the recorder's output; remove %s and %s.prep to fit again",
+				ErrFinished, f.s.Checkpoint, f.s.Checkpoint)
+		}
 		if runErr != nil {
 			return nil, fmt.Errorf("sgmcmc: no draws kept: %w", runErr)
 		}

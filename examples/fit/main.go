@@ -303,6 +303,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		c.set.Progress = stderr
 	}
 	post, err := sgmcmc.Fit(ctx, m, data, c.set)
+	if errors.Is(err, sgmcmc.ErrFinished) {
+		// Killed after its last checkpoint: trace.csv is complete.
+		fmt.Fprintf(stderr, "fit: %v (trace.csv in %s)\n", err, c.out)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

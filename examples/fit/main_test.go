@@ -438,6 +438,8 @@ func TestKillAtRandomMoments(t *testing.T) {
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFitHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "FIT_HELPER_ARGS="+args)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +448,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Fatalf("attempt %d: %v", attempt, err)
+				t.Fatalf("attempt %d: %v: %s", attempt, err, stderr.String())
 			}
 			got := traceRows(t, dir)
 			if len(got) != len(want) {
