@@ -873,11 +873,7 @@ func (f *fit) clippedNoise(d [][]float64, kappa float64) []float64 {
 	}
 	v := cov()
 	for range 3 {
-		h := f.s.StepSize
-		if h == 0 {
-			h = math.Min(0.25, 1/(1+kappa*maxEigen(sandwich(l, v), p)))
-		}
-		limit := 1 / h // MaxDrift / h
+		limit := 1 / f.step(kappa*maxEigen(sandwich(l, v), p)) // MaxDrift / h
 		for k, dk := range d {
 			z := lTrans(l, dk)
 			r := math.Sqrt(0.5 * dot(z, z))
@@ -926,10 +922,16 @@ func (f *fit) setStep() {
 	if pr.Gradient == ControlVariateGradient {
 		lambda = pr.LambdaCV * f.cvKappa()
 	}
-	pr.StepSize = f.s.StepSize
-	if pr.StepSize == 0 {
-		pr.StepSize = math.Min(0.25, 1/(1+lambda))
+	pr.StepSize = f.step(lambda)
+}
+
+// step returns the user's StepSize, or min(0.25, 1/(1 + κλ)) for the
+// scaled largest noise eigenvalue kl = κλ.
+func (f *fit) step(kl float64) float64 {
+	if f.s.StepSize > 0 {
+		return f.s.StepSize
 	}
+	return math.Min(0.25, 1/(1+kl))
 }
 
 // cvKappa returns κ for the control variate: the 0.999 quantile of χ²_p
