@@ -47,4 +47,6 @@
 // -concurrency; FlagDefaults holds the defaults and help texts that differ)
 // and turns them into Settings; JitteredInit, WriteReport and WriteFile are
 // the starting points, the printed report and the output files they share.
+// Package examples/internal/paper is the commands' driver built on them.
+// CheckHelpExits, ReadJSON and CheckPNG serve the commands' tests.
 package compare
