@@ -14,15 +14,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
-	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/paper"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
-	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -34,15 +31,12 @@ var truth = []float64{0.9, 0.7, 1.0}
 // start is the starting point of every chain (before a small jitter).
 var start = []float64{0.5, 1.0, 0.5}
 
-type config struct {
-	compare.CommonFlags
-	Ts      []int
-	methods []string
-	filters []string
-}
+// gradients are the values of -methods.
+var gradients = map[string]paper.Gradient{"full": paper.Full, "nobuf": paper.NoBuffer, "buf": paper.Buffer}
 
-func parse(args []string, stderr io.Writer) (*config, error) {
-	fs := compare.NewFlagSet("lgssm_ksd", `Usage: go run ./examples/lgssm_ksd [flags]
+var command = paper.Command{
+	Name: "lgssm_ksd",
+	Usage: `Usage: go run ./examples/lgssm_ksd [flags]
 
 Table 2 of the paper: SGLD on synthetic LGSSM data (phi = 0.9, sigma = 0.7,
 tau = 1) with Full (S = T), No Buffer (S, B = 0) and Buffer (S, B) gradients,
@@ -56,15 +50,26 @@ comparison; writes results_T*.json and MSE traces mse_T*_*.png to -out.
 
 Paper sizes (hours): -T 1000,1000000 -time 10m. Defaults take about 3 minutes.
 
-Flags:`, stderr)
-	c := &config{}
-	c.Register(fs, compare.FlagDefaults{
+Flags:`,
+	Defaults: compare.FlagDefaults{
 		Out:        filepath.Join("out", "lgssm_ksd"),
 		KSDDraws:   100,
 		EpsHelp:    "comma-separated step sizes per observation (h = eps/T)",
 		NHelp:      "particles of the particle filter methods",
 		BurnInHelp: "fraction of each chain's iterations discarded before the KSD (0 keeps all)",
-	})
+	},
+}
+
+type config struct {
+	paper.Flags
+	Ts      []int
+	methods []string
+	filters []string
+}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := c.Define(command, stderr)
 	Ts := fs.String("T", "1000,10000", "comma-separated sequence lengths (the paper: 1000,1000000)")
 	methods := fs.String("methods", "full,nobuf,buf", "methods to run: any of full, nobuf, buf")
 	filters := fs.String("filters", "pf,kf", "gradient filters: pf (N particles) and/or kf (Kalman, N = inf)")
@@ -80,9 +85,6 @@ Flags:`, stderr)
 	}
 	if c.filters, err = compare.ParseSet(*filters, "pf", "kf"); err != nil {
 		return nil, fmt.Errorf("-filters: %w", err)
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
 	}
 	switch {
 	case c.N < 1:
@@ -103,99 +105,50 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return err
-	}
-	ctx := context.Background()
 	var m models.LGSSM
 	u0, err := m.Params(truth[0], truth[1], truth[2])
 	if err != nil {
 		return err
 	}
-	uStart, err := m.Params(start[0], start[1], start[2])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "SGLD on synthetic LGSSM (phi, sigma, tau) = (%g, %g, %g); %d chains per method and step size, %v per chain",
-		truth[0], truth[1], truth[2], c.Chains, c.Runtime)
-	if c.Iters > 0 {
-		fmt.Fprintf(stdout, ", at most %d iterations", c.Iters)
-	}
-	fmt.Fprintf(stdout, "\nKSD: IMQ(1, -1/2) V-statistic on u = (atanh phi, log sigma, log tau), %d draws per chain after %g burn-in, exact Kalman score.\n",
-		c.KSDDraws, c.BurnIn)
+	var exps []paper.Experiment
 	for ti, T := range c.Ts {
 		_, y, err := m.Simulate(T, u0, rand.New(rand.NewPCG(c.Seed, uint64(ti))))
 		if err != nil {
 			return err
 		}
-		data := ssm.Dataset{Sequences: []ssm.Sequence{y}}
-		var methods []compare.Method
-		for _, name := range c.methods {
-			for _, f := range c.filters {
-				methods = append(methods, method(m, data, c, name, f))
-			}
-		}
-		set := c.Settings()
-		set.Model, set.Obs, set.Seed = m, T, c.Seed+uint64(ti)<<20
-		set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+uint64(ti))))
-		set.NewScore = func() (sgmcmc.Estimator, error) { return compare.FullGradient(m, data, pf.Settings{}, true) }
-		set.Truth, set.Progress, set.Prefix = truth, stderr, fmt.Sprintf("T=%d ", T)
-		t0 := time.Now()
-		res, err := compare.Run(ctx, methods, set)
-		if err != nil {
-			return err
-		}
-		if err := report(stdout, res, c, T, time.Since(t0)); err != nil {
-			return err
-		}
+		exps = append(exps, c.experiment(m, ssm.Dataset{Sequences: []ssm.Sequence{y}}))
 	}
-	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.Out)
-	return nil
+	header := fmt.Sprintf("SGLD on synthetic LGSSM (phi, sigma, tau) = (%g, %g, %g); %s\n%s\n",
+		truth[0], truth[1], truth[2], c.Budget(), c.KSD("u = (atanh phi, log sigma, log tau)", "exact Kalman score"))
+	return paper.Run(context.Background(), stdout, stderr, &c.Flags, header, exps)
 }
 
-var longName = map[string]string{"full": "Full", "nobuf": "No Buffer", "buf": "Buffer"}
-
-func method(m models.LGSSM, data ssm.Dataset, c *config, name, filter string) compare.Method {
-	set := gradient.Settings{PF: pf.Settings{N: c.N}, Exact: filter == "kf"}
-	switch name {
-	case "full":
-		set.Sampling = gradient.Full
-	case "nobuf":
-		set.S = c.S
-	case "buf":
-		set.S, set.B = c.S, c.B
+// experiment is the comparison on data: every -methods gradient with every
+// -filters filter, scored with the exact Kalman score.
+func (c *config) experiment(m models.LGSSM, data ssm.Dataset) paper.Experiment {
+	T := data.TotalLen()
+	ex := paper.Experiment{
+		Name: fmt.Sprintf("T%d", T), Label: fmt.Sprintf("T=%d", T),
+		Model: m, Data: data, Start: start, Truth: truth,
+		Score: paper.Estimators{Model: m, Data: data, Exact: true},
+		Paper: paperT1000, Title: fmt.Sprintf("T = %d", T),
+		Means: fmt.Sprintf("Posterior mean (sd) after burn-in at the selected eps, averaged over chains; truth (%g, %g, %g)", truth[0], truth[1], truth[2]),
+		Plot:  fmt.Sprintf("SGLD on LGSSM, T = %d", T),
 	}
-	label := fmt.Sprintf("%s N=%d", longName[name], c.N)
-	if filter == "kf" {
-		label = longName[name] + " N=inf"
-	}
-	return compare.Method{Name: label, New: func(int) (sgmcmc.Estimator, error) {
-		if name == "full" {
-			return compare.FullGradient(m, data, set.PF, set.Exact)
-		}
-		return gradient.New(m, data, set)
-	}}
-}
-
-func report(w io.Writer, res *compare.Result, c *config, T int, took time.Duration) error {
-	fmt.Fprintf(w, "\n=== T = %d (%.0f s) ===\n", T, took.Seconds())
-	paper := paperT1000
 	if T > 1000 {
-		paper = paperT1e6
+		ex.Paper = paperT1e6
 	}
-	versus := fmt.Sprintf("Total log10 KSD, ours (T = %d) vs %s", T, paper.Title)
-	means := fmt.Sprintf("Posterior mean (sd) after burn-in at the selected eps, averaged over chains; truth (%g, %g, %g)", truth[0], truth[1], truth[2])
-	if err := compare.WriteReport(w, res, c.Chains, paper, versus, means); err != nil {
-		return err
-	}
-	if err := compare.WriteFile(filepath.Join(c.Out, fmt.Sprintf("results_T%d.json", T)), res.WriteJSON); err != nil {
-		return err
-	}
-	for p, name := range res.Names {
-		path := filepath.Join(c.Out, fmt.Sprintf("mse_T%d_%s.png", T, name))
-		if err := compare.PlotMSE(path, res, p, fmt.Sprintf("SGLD on LGSSM, T = %d", T)); err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
+	ex.Versus = fmt.Sprintf("Total log10 KSD, ours (T = %d) vs %s", T, ex.Paper.Title)
+	for _, name := range c.methods {
+		g := gradients[name]
+		for _, f := range c.filters {
+			e := paper.Estimators{Model: m, Data: data, PF: pf.Settings{N: c.N}, Exact: f == "kf", S: c.S, B: c.B}
+			label := fmt.Sprintf("%s N=%d", g, c.N)
+			if e.Exact {
+				label = g.String() + " N=inf"
+			}
+			ex.Methods = append(ex.Methods, e.Method(g, label))
 		}
 	}
-	return nil
+	return ex
 }

@@ -15,17 +15,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"text/tabwriter"
-	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
-	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/paper"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
-	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -49,20 +44,9 @@ func experiments() map[string]experiment {
 	}
 }
 
-type config struct {
-	compare.CommonFlags
-	proposal  compare.ProposalFlag
-	data      string
-	models    []string
-	segments  int
-	train     float64
-	ksdN      int
-	predDraws int
-	predN     int
-}
-
-func parse(args []string, stderr io.Writer) (*config, error) {
-	fs := compare.NewFlagSet("realdata", `Usage: go run ./examples/realdata [flags]
+var command = paper.Command{
+	Name: "realdata",
+	Usage: `Usage: go run ./examples/realdata [flags]
 
 The paper's Table 3 protocol on the bundled DAX daily log-returns: the
 series is cut into -segments consecutive segments of (nearly) equal length,
@@ -82,18 +66,32 @@ observation. Writes results_<model>.json and trace_<model>_<param>.png.
 
 Longer runs: -time 1m -ksddraws 200. Defaults take 3-5 minutes.
 
-Flags:`, stderr)
-	c := &config{}
-	c.Register(fs, compare.FlagDefaults{
+Flags:`,
+	Defaults: compare.FlagDefaults{
 		Out:        filepath.Join("out", "realdata"),
 		KSDDraws:   15,
 		EpsHelp:    "comma-separated step sizes per observation (h = eps/T_train)",
 		NHelp:      "particles of the gradient estimators",
 		BurnInHelp: "fraction of each chain's iterations discarded (0 keeps all)",
-	})
-	c.proposal.Register(fs, "auto")
+	},
+	Proposal: true,
+	Models:   []string{"svm", "garch"},
+}
+
+type config struct {
+	paper.Flags
+	data      string
+	segments  int
+	train     float64
+	ksdN      int
+	predDraws int
+	predN     int
+}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := c.Define(command, stderr)
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with one column of returns")
-	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
 	fs.IntVar(&c.segments, "segments", 26, "number of segments the series is cut into")
 	fs.Float64Var(&c.train, "train", 0.8, "fraction of segments (the first ones) used for training")
 	fs.IntVar(&c.ksdN, "ksdN", 1000, "particles of the full-data filter giving the KSD scores")
@@ -102,23 +100,11 @@ Flags:`, stderr)
 	if err := c.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	var err error
-	if c.models, err = compare.ParseSet(*ms, "svm", "garch"); err != nil {
-		return nil, fmt.Errorf("-models: %w", err)
-	}
 	switch {
 	case c.segments < 2:
 		return nil, fmt.Errorf("-segments = %d must be at least 2", c.segments)
 	case !(c.train > 0 && c.train < 1):
 		return nil, fmt.Errorf("-train = %g must be in (0, 1)", c.train)
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	if err := c.proposal.Check(); err != nil {
-		return nil, err
-	}
-	switch {
 	case c.N < 1 || c.ksdN < 1 || c.predN < 1:
 		return nil, fmt.Errorf("-N, -ksdN and -predN must be at least 1")
 	case c.KSDDraws < 2 || c.predDraws < 1:
@@ -177,87 +163,37 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if c.S+2*c.B > shortest {
 		return fmt.Errorf("S + 2B = %d exceeds the shortest segment (%d observations)", c.S+2*c.B, shortest)
 	}
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return err
+	all := experiments()
+	var exps []paper.Experiment
+	for k, name := range c.Models {
+		exps = append(exps, c.experiment(all[name], train, test, uint64(k)))
 	}
-	fmt.Fprintf(stdout, "%s: %d observations in %d segments of %d-%d; training %d segments (%d obs), test %d segments (%d obs)\n",
+	header := fmt.Sprintf("%s: %d observations in %d segments of %d-%d; training %d segments (%d obs), test %d segments (%d obs)\n",
 		c.data, y.Len(), c.segments, shortest, (y.Len()+c.segments-1)/c.segments,
 		len(train.Sequences), train.TotalLen(), len(test.Sequences), test.TotalLen())
-	fmt.Fprintf(stdout, "%d chains per method and step size, %v per chain; KSD: IMQ(1, -1/2) V-statistic on the unconstrained parameters, %d draws per chain after %g burn-in, full-data PF scores (N = %d).\n",
-		c.Chains, c.Runtime, c.KSDDraws, c.BurnIn, c.ksdN)
-	all := experiments()
-	for k, name := range c.models {
-		if err := runModel(stdout, stderr, c, all[name], train, test, uint64(k)); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.Out)
-	return nil
+	header += fmt.Sprintf("%d chains per method and step size, %v per chain; %s\n", c.Chains, c.Runtime,
+		c.KSD("the unconstrained parameters", fmt.Sprintf("full-data PF scores (N = %d)", c.ksdN)))
+	return paper.Run(context.Background(), stdout, stderr, &c.Flags, header, exps)
 }
 
-func runModel(stdout, stderr io.Writer, c *config, ex experiment, train, test ssm.Dataset, stream uint64) error {
-	m := ex.model
-	p := m.Dims().Param
-	uStart := make([]float64, p)
-	if err := m.Unconstrain(uStart, ex.start); err != nil {
-		return err
+// experiment is the comparison of Full, Weekly, No Buffer and Buffer on the
+// training segments, followed by the held-out predictive fit on the test
+// segments; stream is its index among the -models.
+func (c *config) experiment(ex experiment, train, test ssm.Dataset, stream uint64) paper.Experiment {
+	m, prop := c.Proposal.Apply(ex.model)
+	est := paper.Estimators{Model: m, Data: train, PF: pf.Settings{N: c.N, Proposal: prop}, S: c.S, B: c.B}
+	return paper.Experiment{
+		Name: ex.name, Label: ex.name,
+		Model: m, Data: train, Start: ex.start,
+		Methods: est.Methods(paper.Full, paper.Weekly, paper.NoBuffer, paper.Buffer),
+		Score:   paper.Estimators{Model: m, Data: train, PF: pf.Settings{N: c.ksdN, Proposal: prop}},
+		Paper:   ex.paper, Title: ex.name,
+		Versus: "Total log10 KSD, ours (DAX) vs the paper (EUR-USD; different data, compare orderings only)",
+		Means:  "Posterior mean (sd) after burn-in at the selected eps, averaged over chains",
+		Plot:   fmt.Sprintf("SGLD on DAX returns, %s: first chain at the selected eps", ex.name),
+		After: func(ctx context.Context, res *compare.Result) (paper.Extra, error) {
+			rows, err := predictive(ctx, m, prop, test, res, c, stream)
+			return heldOut{res: res, rows: rows, obs: test.TotalLen(), n: c.predN}, err
+		},
 	}
-	m, prop := c.proposal.Apply(m)
-	pfs := pf.Settings{N: c.N, Proposal: prop}
-	methods := []compare.Method{
-		{Name: "Full", New: func(int) (sgmcmc.Estimator, error) { return compare.FullGradient(m, train, pfs, false) }},
-		{Name: "Weekly", New: func(int) (sgmcmc.Estimator, error) {
-			return gradient.New(m, train, gradient.Settings{Subsequencer: gradient.Subsequencer{Sampling: gradient.Full}, PF: pfs})
-		}},
-		{Name: "No Buffer", New: func(int) (sgmcmc.Estimator, error) {
-			return gradient.New(m, train, gradient.Settings{Subsequencer: gradient.Subsequencer{S: c.S}, PF: pfs})
-		}},
-		{Name: "Buffer", New: func(int) (sgmcmc.Estimator, error) {
-			return gradient.New(m, train, gradient.Settings{Subsequencer: gradient.Subsequencer{S: c.S, B: c.B}, PF: pfs})
-		}},
-	}
-	set := c.Settings()
-	set.Model, set.Obs, set.Seed = m, train.TotalLen(), c.Seed+stream<<20
-	set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+stream)))
-	set.NewScore = func() (sgmcmc.Estimator, error) {
-		return compare.FullGradient(m, train, pf.Settings{N: c.ksdN, Proposal: prop}, false)
-	}
-	set.Progress, set.Prefix = stderr, ex.name+" "
-	t0 := time.Now()
-	ctx := context.Background()
-	res, err := compare.Run(ctx, methods, set)
-	if err != nil {
-		return err
-	}
-	pred, err := predictive(ctx, m, prop, test, res, c, stream)
-	if err != nil {
-		return err
-	}
-	w := stdout
-	fmt.Fprintf(w, "\n=== %s (%.0f s) ===\n", ex.name, time.Since(t0).Seconds())
-	if err := compare.WriteReport(w, res, c.Chains, ex.paper,
-		"Total log10 KSD, ours (DAX) vs the paper (EUR-USD; different data, compare orderings only)",
-		"Posterior mean (sd) after burn-in at the selected eps, averaged over chains"); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nHeld-out predictive log-likelihood per test observation (%d obs), PF N = %d\n", test.TotalLen(), c.predN)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "method\tdraws\tE log p (sd over chains)\tlog E p")
-	for _, r := range pred {
-		fmt.Fprintf(tw, "%s\t%d\t%.4f (%.4f)\t%.4f\n", r.Method, r.Draws, r.MeanLogLik, r.SDChains, r.LogMeanLik)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	write := func(w io.Writer) error { return writeJSON(w, res, pred) }
-	if err := compare.WriteFile(filepath.Join(c.Out, fmt.Sprintf("results_%s.json", ex.name)), write); err != nil {
-		return err
-	}
-	for j, name := range res.Names {
-		path := filepath.Join(c.Out, fmt.Sprintf("trace_%s_%s.png", ex.name, name))
-		if err := compare.PlotTrace(path, res, j, fmt.Sprintf("SGLD on DAX returns, %s: first chain at the selected eps", ex.name)); err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
-		}
-	}
-	return nil
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"text/tabwriter"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
@@ -119,14 +121,34 @@ func logSumExp(v []float64) float64 {
 	return mx + math.Log(s)
 }
 
+// heldOut is the held-out fit of every method: a paper.Extra.
+type heldOut struct {
+	res  *compare.Result
+	rows []predRow
+	obs  int // test observations
+	n    int // particles of the filter
+}
+
+// WriteText writes the table of the held-out fit.
+func (h heldOut) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "\nHeld-out predictive log-likelihood per test observation (%d obs), PF N = %d\n", h.obs, h.n)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "method\tdraws\tE log p (sd over chains)\tlog E p")
+	for _, r := range h.rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.4f (%.4f)\t%.4f\n", r.Method, r.Draws, r.MeanLogLik, r.SDChains, r.LogMeanLik)
+	}
+	return tw.Flush()
+}
+
 // output is the JSON file written per model.
 type output struct {
 	KSD        compare.Summary `json:"ksd"`
 	Predictive []predRow       `json:"predictive"`
 }
 
-func writeJSON(w io.Writer, res *compare.Result, pred []predRow) error {
+// WriteJSON writes the comparison's summary and the held-out fit.
+func (h heldOut) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(output{KSD: res.Summary(), Predictive: pred})
+	return enc.Encode(output{KSD: h.res.Summary(), Predictive: h.rows})
 }

@@ -13,15 +13,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
-	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/paper"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
-	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -46,16 +43,9 @@ func experiments() map[string]experiment {
 	}
 }
 
-type config struct {
-	compare.CommonFlags
-	proposal compare.ProposalFlag
-	models   []string
-	T        int
-	ksdN     int
-}
-
-func parse(args []string, stderr io.Writer) (*config, error) {
-	fs := compare.NewFlagSet("synthetic", `Usage: go run ./examples/synthetic [flags]
+var command = paper.Command{
+	Name: "synthetic",
+	Usage: `Usage: go run ./examples/synthetic [flags]
 
 Appendix Tables 7 and 8 of the paper: SGLD on synthetic SVM data
 (phi, sigma, tau) = (0.9, 0.5, 0.5) and GARCH data (alpha, beta, gamma, tau)
@@ -71,30 +61,30 @@ writes results_<model>.json and MSE traces mse_<model>_<param>.png to -out.
 
 Longer runs: -time 1m -ksddraws 200. Defaults take 3-5 minutes.
 
-Flags:`, stderr)
-	c := &config{}
-	c.Register(fs, compare.FlagDefaults{
+Flags:`,
+	Defaults: compare.FlagDefaults{
 		Out:        filepath.Join("out", "synthetic"),
 		KSDDraws:   25,
 		EpsHelp:    "comma-separated step sizes per observation (h = eps/T)",
 		NHelp:      "particles of the gradient estimators",
 		BurnInHelp: "fraction of each chain's iterations discarded before the KSD (0 keeps all)",
-	})
-	c.proposal.Register(fs, "auto")
-	ms := fs.String("models", "svm,garch", "models: svm and/or garch")
+	},
+	Proposal: true,
+	Models:   []string{"svm", "garch"},
+}
+
+type config struct {
+	paper.Flags
+	T    int
+	ksdN int
+}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := c.Define(command, stderr)
 	fs.IntVar(&c.T, "T", 1000, "sequence length")
 	fs.IntVar(&c.ksdN, "ksdN", 1000, "particles of the full-sequence filter giving the KSD scores")
 	if err := c.Parse(fs, args); err != nil {
-		return nil, err
-	}
-	var err error
-	if c.models, err = compare.ParseSet(*ms, "svm", "garch"); err != nil {
-		return nil, fmt.Errorf("-models: %w", err)
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	if err := c.proposal.Check(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -113,78 +103,46 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "SGLD on synthetic data, T = %d; %d chains per method and step size, %v per chain", c.T, c.Chains, c.Runtime)
-	if c.Iters > 0 {
-		fmt.Fprintf(stdout, ", at most %d iterations", c.Iters)
-	}
-	fmt.Fprintf(stdout, "\nKSD: IMQ(1, -1/2) V-statistic on the unconstrained parameters, %d draws per chain after %g burn-in, full-sequence PF scores (N = %d).\n",
-		c.KSDDraws, c.BurnIn, c.ksdN)
 	all := experiments()
-	for k, name := range c.models {
-		if err := runModel(stdout, stderr, c, all[name], uint64(k)); err != nil {
+	var exps []paper.Experiment
+	for k, name := range c.Models {
+		ex, err := c.experiment(all[name], uint64(k))
+		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		exps = append(exps, ex)
 	}
-	fmt.Fprintf(stdout, "\nOutputs in %s\n", c.Out)
-	return nil
+	header := fmt.Sprintf("SGLD on synthetic data, T = %d; %s\n%s\n", c.T, c.Budget(),
+		c.KSD("the unconstrained parameters", fmt.Sprintf("full-sequence PF scores (N = %d)", c.ksdN)))
+	return paper.Run(context.Background(), stdout, stderr, &c.Flags, header, exps)
 }
 
-func runModel(stdout, stderr io.Writer, c *config, ex experiment, stream uint64) error {
+// experiment simulates T observations from ex.model at ex.truth (PCG
+// stream stream) and returns the comparison of Full, No Buffer and Buffer
+// on them.
+func (c *config) experiment(ex experiment, stream uint64) (paper.Experiment, error) {
 	m := ex.model
 	p := m.Dims().Param
-	u0, uStart := make([]float64, p), make([]float64, p)
+	u0 := make([]float64, p)
 	if err := m.Unconstrain(u0, ex.truth); err != nil {
-		return err
-	}
-	if err := m.Unconstrain(uStart, ex.start); err != nil {
-		return err
+		return paper.Experiment{}, err
 	}
 	k, err := m.Bind(u0)
 	if err != nil {
-		return err
+		return paper.Experiment{}, err
 	}
 	_, y := ssm.Simulate(k, m.Dims(), c.T, rand.New(rand.NewPCG(c.Seed, stream)))
 	data := ssm.Dataset{Sequences: []ssm.Sequence{y}}
-	m, prop := c.proposal.Apply(m)
-	pfs := pf.Settings{N: c.N, Proposal: prop}
-	methods := []compare.Method{
-		{Name: "Full", New: func(int) (sgmcmc.Estimator, error) { return compare.FullGradient(m, data, pfs, false) }},
-		{Name: "No Buffer", New: func(int) (sgmcmc.Estimator, error) {
-			return gradient.New(m, data, gradient.Settings{Subsequencer: gradient.Subsequencer{S: c.S}, PF: pfs})
-		}},
-		{Name: "Buffer", New: func(int) (sgmcmc.Estimator, error) {
-			return gradient.New(m, data, gradient.Settings{Subsequencer: gradient.Subsequencer{S: c.S, B: c.B}, PF: pfs})
-		}},
-	}
-	set := c.Settings()
-	set.Model, set.Obs, set.Seed = m, c.T, c.Seed+stream<<20
-	set.Init = compare.JitteredInit(uStart, c.Chains, 0.1, rand.New(rand.NewPCG(c.Seed, 1000+stream)))
-	set.NewScore = func() (sgmcmc.Estimator, error) {
-		return compare.FullGradient(m, data, pf.Settings{N: c.ksdN, Proposal: prop}, false)
-	}
-	set.Truth, set.Progress, set.Prefix = ex.truth, stderr, ex.name+" "
-	t0 := time.Now()
-	res, err := compare.Run(context.Background(), methods, set)
-	if err != nil {
-		return err
-	}
-	w := stdout
-	fmt.Fprintf(w, "\n=== %s, T = %d (%.0f s); truth %v ===\n", ex.name, c.T, time.Since(t0).Seconds(), ex.truth)
-	if err := compare.WriteReport(w, res, c.Chains, ex.paper, "Total log10 KSD, ours vs the paper",
-		"Posterior mean (sd) after burn-in at the selected eps, averaged over chains"); err != nil {
-		return err
-	}
-	if err := compare.WriteFile(filepath.Join(c.Out, fmt.Sprintf("results_%s.json", ex.name)), res.WriteJSON); err != nil {
-		return err
-	}
-	for j, name := range res.Names {
-		path := filepath.Join(c.Out, fmt.Sprintf("mse_%s_%s.png", ex.name, name))
-		if err := compare.PlotMSE(path, res, j, fmt.Sprintf("SGLD on synthetic %s, T = %d", ex.name, c.T)); err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
-		}
-	}
-	return nil
+	m, prop := c.Proposal.Apply(m)
+	est := paper.Estimators{Model: m, Data: data, PF: pf.Settings{N: c.N, Proposal: prop}, S: c.S, B: c.B}
+	return paper.Experiment{
+		Name: ex.name, Label: ex.name,
+		Model: m, Data: data, Start: ex.start, Truth: ex.truth,
+		Methods: est.Methods(paper.Full, paper.NoBuffer, paper.Buffer),
+		Score:   paper.Estimators{Model: m, Data: data, PF: pf.Settings{N: c.ksdN, Proposal: prop}},
+		Paper:   ex.paper, Title: fmt.Sprintf("%s, T = %d", ex.name, c.T), Note: fmt.Sprintf("; truth %v", ex.truth),
+		Versus: "Total log10 KSD, ours vs the paper",
+		Means:  "Posterior mean (sd) after burn-in at the selected eps, averaged over chains",
+		Plot:   fmt.Sprintf("SGLD on synthetic %s, T = %d", ex.name, c.T),
+	}, nil
 }
