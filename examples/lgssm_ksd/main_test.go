@@ -1,46 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"image/png"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 )
-
-func readSummary(t *testing.T, path string) compare.Summary {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s compare.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return s
-}
-
-func checkPNG(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
-		t.Errorf("%s: image is %v", path, b)
-	}
-}
 
 // TestKalman runs the three Kalman (N = ∞) methods with a fixed iteration
 // count and checks the tables, the JSON, the plots and, independently of the
@@ -49,19 +16,15 @@ func checkPNG(t *testing.T, path string) {
 // few sd of the posterior mean).
 func TestKalman(t *testing.T) {
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
 	args := []string{"-T", "1000", "-time", "0", "-iters", "4000", "-filters", "kf", "-chains", "2",
 		"-eps", "0.1,0.01", "-ksddraws", "60", "-out", out}
-	if err := run(args, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	text := stdout.String()
+	text := compare.RunOK(t, run, args)
 	for _, row := range []string{"Full N=inf", "No Buffer N=inf", "Buffer N=inf", "Paper, Table 4", "ours log10 KSD"} {
 		if !strings.Contains(text, row) {
 			t.Errorf("output lacks %q:\n%s", row, text)
 		}
 	}
-	s := readSummary(t, filepath.Join(out, "results_T1000.json"))
+	s := compare.ReadJSON[compare.Summary](t, filepath.Join(out, "results_T1000.json"))
 	if len(s.Methods) != 3 || len(s.Names) != 3 {
 		t.Fatalf("got %d methods, %d names", len(s.Methods), len(s.Names))
 	}
@@ -93,26 +56,23 @@ func TestKalman(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"phi", "sigma", "tau"} {
-		checkPNG(t, filepath.Join(out, "mse_T1000_"+name+".png"))
+		compare.CheckPNG(t, filepath.Join(out, "mse_T1000_"+name+".png"), 100)
 	}
 }
 
 // TestParticle runs the particle filter methods at a tiny size.
 func TestParticle(t *testing.T) {
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
 	args := []string{"-T", "120", "-time", "0", "-iters", "15", "-filters", "pf", "-N", "50", "-S", "20", "-B", "5",
 		"-chains", "2", "-eps", "0.1", "-ksddraws", "8", "-out", out}
-	if err := run(args, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	s := readSummary(t, filepath.Join(out, "results_T120.json"))
+	text := compare.RunOK(t, run, args)
+	s := compare.ReadJSON[compare.Summary](t, filepath.Join(out, "results_T120.json"))
 	want := []string{"Full N=50", "No Buffer N=50", "Buffer N=50"}
 	for i, m := range s.Methods {
 		if m.Name != want[i] {
 			t.Errorf("method %d is %q, want %q", i, m.Name, want[i])
 		}
-		if !strings.Contains(stdout.String(), m.Name) {
+		if !strings.Contains(text, m.Name) {
 			t.Errorf("table lacks %q", m.Name)
 		}
 		tot := m.Grid[m.Best].LogKSD[3][0]
@@ -123,7 +83,7 @@ func TestParticle(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	for _, args := range [][]string{
+	compare.CheckRejects(t, run, [][]string{
 		{"-T", "50"}, // S + 2B = 60 > T
 		{"-methods", "full,bogus"},
 		{"-eps", "0.1,-1"},
@@ -131,11 +91,5 @@ func TestBadInput(t *testing.T) {
 		{"-time", "0"},
 		{"-burnin", "1"},
 		{"extra"},
-	} {
-		var stdout, stderr bytes.Buffer
-		args = append(args, "-out", t.TempDir())
-		if err := run(args, &stdout, &stderr); err == nil {
-			t.Errorf("run(%q) succeeded", args)
-		}
-	}
+	})
 }

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -22,27 +20,16 @@ var dax = filepath.Join("..", "..", "testdata", "dax_returns.csv")
 // per observation) and the trace plots.
 func TestTiny(t *testing.T) {
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
 	args := []string{"-data", dax, "-segments", "10", "-time", "0", "-iters", "8", "-N", "64", "-ksdN", "64", "-predN", "64",
 		"-S", "20", "-B", "5", "-chains", "2", "-eps", "0.1", "-ksddraws", "5", "-preddraws", "2", "-out", out}
-	if err := run(args, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	text := stdout.String()
+	text := compare.RunOK(t, run, args)
 	for _, s := range []string{"training 8 segments", "Weekly", "No Buffer", "Paper, Table 9", "Paper, Table 10", "Held-out"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("output lacks %q", s)
 		}
 	}
 	for name := range experiments() {
-		b, err := os.ReadFile(filepath.Join(out, "results_"+name+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var o output
-		if err := json.Unmarshal(b, &o); err != nil {
-			t.Fatal(err)
-		}
+		o := compare.ReadJSON[output](t, filepath.Join(out, "results_"+name+".json"))
 		if len(o.KSD.Methods) != 4 || len(o.Predictive) != 4 {
 			t.Fatalf("%s: %d methods, %d predictive rows", name, len(o.KSD.Methods), len(o.Predictive))
 		}
@@ -61,15 +48,7 @@ func TestTiny(t *testing.T) {
 			}
 		}
 		for _, p := range o.KSD.Names {
-			path := filepath.Join(out, "trace_"+name+"_"+p+".png")
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := png.Decode(f); err != nil {
-				t.Errorf("%s: %v", path, err)
-			}
-			f.Close()
+			compare.CheckPNG(t, filepath.Join(out, "trace_"+name+"_"+p+".png"), 0)
 		}
 	}
 }
@@ -108,33 +87,24 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("1\n2\nx\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
+	compare.CheckRejects(t, run, [][]string{
 		{"-data", filepath.Join(t.TempDir(), "missing.csv")},
 		{"-data", bad},
 		{"-data", dax, "-segments", "100"}, // segments of 18 < S + 2B
 		{"-data", dax, "-models", "lgssm"},
 		{"-data", dax, "-train", "1"},
 		{"-data", dax, "-proposal", "apf"},
-	} {
-		var stdout, stderr bytes.Buffer
-		args = append(args, "-out", t.TempDir())
-		if err := run(args, &stdout, &stderr); err == nil {
-			t.Errorf("run(%q) succeeded", args)
-		}
-	}
+	})
 }
 
 // TestGuidedSVM runs the SVM with -proposal guided (the Laplace proposal
 // that examples/fit uses on these data).
 func TestGuidedSVM(t *testing.T) {
-	var stdout, stderr bytes.Buffer
 	args := []string{"-data", dax, "-models", "svm", "-proposal", "guided", "-segments", "10", "-time", "0", "-iters", "8",
 		"-N", "64", "-ksdN", "64", "-predN", "64", "-S", "20", "-B", "5", "-chains", "2", "-eps", "0.1", "-ksddraws", "5",
 		"-preddraws", "2", "-out", t.TempDir()}
-	if err := run(args, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	if !strings.Contains(stdout.String(), "Held-out") {
-		t.Errorf("output lacks the held-out table:\n%s", stdout.String())
+	text := compare.RunOK(t, run, args)
+	if !strings.Contains(text, "Held-out") {
+		t.Errorf("output lacks the held-out table:\n%s", text)
 	}
 }

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"image/png"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,27 +14,16 @@ import (
 // and the MSE plots.
 func TestTiny(t *testing.T) {
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
 	args := []string{"-T", "150", "-time", "0", "-iters", "12", "-N", "64", "-ksdN", "64", "-S", "20", "-B", "5",
 		"-chains", "2", "-eps", "0.1,0.01", "-ksddraws", "6", "-out", out}
-	if err := run(args, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	text := stdout.String()
+	text := compare.RunOK(t, run, args)
 	for _, s := range []string{"Paper, Table 7", "Paper, Table 8", "No Buffer", "Buffer", "Full"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("output lacks %q", s)
 		}
 	}
 	for name, ex := range experiments() {
-		b, err := os.ReadFile(filepath.Join(out, "results_"+name+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s compare.Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			t.Fatal(err)
-		}
+		s := compare.ReadJSON[compare.Summary](t, filepath.Join(out, "results_"+name+".json"))
 		if len(s.Methods) != 3 || len(s.Names) != len(ex.truth) {
 			t.Fatalf("%s: %d methods, %d names", name, len(s.Methods), len(s.Names))
 		}
@@ -63,15 +48,7 @@ func TestTiny(t *testing.T) {
 			}
 		}
 		for _, p := range s.Names {
-			path := filepath.Join(out, "mse_"+name+"_"+p+".png")
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := png.Decode(f); err != nil {
-				t.Errorf("%s: %v", path, err)
-			}
-			f.Close()
+			compare.CheckPNG(t, filepath.Join(out, "mse_"+name+"_"+p+".png"), 0)
 		}
 	}
 }
@@ -90,18 +67,12 @@ func TestTruth(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	for _, args := range [][]string{
+	compare.CheckRejects(t, run, [][]string{
 		{"-T", "50"}, // S + 2B = 60 > T
 		{"-models", "svm,lgssm"},
 		{"-eps", "x"},
 		{"-chains", "0"},
 		{"-ksddraws", "1"},
 		{"-proposal", "apf"},
-	} {
-		var stdout, stderr bytes.Buffer
-		args = append(args, "-out", t.TempDir())
-		if err := run(args, &stdout, &stderr); err == nil {
-			t.Errorf("run(%q) succeeded", args)
-		}
-	}
+	})
 }
