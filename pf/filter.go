@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
-	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -367,202 +365,49 @@ func (f *Filter) ensure(n, state, p, steps int) {
 // ctx is done; the context is checked before each step. Run panics when
 // len(stat) != h.Dim(), d.State < 1, or k or rng is nil.
 func (f *Filter) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Sequence, w ssm.Window, h Additive, stat []float64, rng *rand.Rand) (Result, error) {
-	p := 0
-	if h != nil {
-		p = h.Dim()
-	}
-	switch {
-	case k == nil:
-		panic("pf: nil kernel")
-	case rng == nil:
-		panic("pf: nil rng")
-	case d.State < 1:
-		panic(fmt.Sprintf("pf: state dimension %d < 1", d.State))
-	case len(stat) != p:
-		panic(fmt.Sprintf("pf: len(stat) = %d, statistic dimension %d", len(stat), p))
-	}
-	if err := seq.Validate(d.Obs); err != nil {
+	// Run is the driver; each phase is a method in phases.go. The order
+	// of the calls is the order in which the random numbers are drawn
+	// (initial states; then per row the resampling, the proposal and the
+	// PaRIS backward draws), which fixes the output for a given rng.
+	r, err := f.prepare(k, d, seq, w, h, stat, rng)
+	if err != nil {
 		return Result{}, err
 	}
-	if err := w.Validate(seq.Len()); err != nil {
-		return Result{}, err
-	}
-	var prop ssm.Proposer
-	switch f.set.Proposal {
-	case Auto:
-		prop, _ = k.(ssm.Proposer)
-	case Guided:
-		var ok bool
-		if prop, ok = k.(ssm.Proposer); !ok {
-			return Result{}, ErrNoProposal
-		}
-	}
-	sm := f.set.Smoother
-	if sm.backward() {
-		if dg, ok := k.(ssm.Degenerate); ok && dg.DegenerateTransition() {
-			return Result{}, fmt.Errorf("%w: the kernel's transition is degenerate; use Ancestral or Shrinkage, not %v", ErrNoTransitionDensity, sm)
-		}
-	}
-	maxLog := math.Inf(1)
-	if tb, ok := k.(ssm.TransitionBounder); ok {
-		maxLog = tb.MaxLogTransition()
-	}
-
-	n, s := f.set.N, d.State
-	steps := w.End - w.Start
-	f.ensure(n, s, p, steps)
-	statOn := p > 0 && w.KeepStart < w.KeepEnd
-
-	if f.set.Initial != nil {
-		f.set.Initial(f.x, rng)
-	} else {
-		k.SampleInitial(f.x, rng)
-	}
-	for i := range f.logw {
-		f.logw[i] = 0
-		f.w[i] = 1
-	}
-	f.wsum = float64(n)
-	if statOn {
-		clear(f.h)
-		if w.KeepsInitial() && f.set.Initial == nil {
-			h.Add(f.h, w.Weight(0), nil, f.x, nil)
-		}
-	}
-
-	logN := math.Log(float64(n))
-	carry := logN // log Σ_i exp(logw_i) of the weights carried into a step
-	thr := f.set.ESSThreshold * float64(n)
-	ll := 0.0
-	ess := float64(n)
-	minESS := math.Inf(1)
-
+	f.initialise(&r, rng)
 	for t := w.Start; t < w.End; t++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("pf: stopped before observation row %d of window [%d,%d): %w", t, w.Start, w.End, err)
 		}
 		y := seq.At(t)
-		resampled := t > w.Start && (thr == 0 || ess < thr)
-		active := statOn && t >= w.KeepStart
+		resampled := t > w.Start && (r.thr == 0 || r.ess < r.thr)
+		active := r.statOn && t >= w.KeepStart
 		kept := active && t < w.KeepEnd
 		wt := 0.0
 		if kept {
 			wt = w.Weight(t)
 		}
-
-		// What the smoothers need from time t-1 before resampling.
 		if active {
-			switch sm {
-			case Shrinkage:
-				f.weightedMean(f.hbar, f.h)
-			case ForwardOnly:
-				copy(f.lwPrev, f.logw)
-			case PaRIS:
-				copy(f.lwPrev, f.logw)
-				f.buildAlias()
-			}
+			f.saveLast()
 		}
-
 		prev := f.x
 		if resampled {
-			if f.set.Sorted {
-				f.sortedResample(s, rng)
-			} else {
-				resample(f.anc, f.w, f.wsum, f.set.Resampling, rng, f.scratch)
-			}
-			gather(f.xAnc, f.x, f.anc, s)
-			prev = f.xAnc
-			clear(f.logw)
-			carry = logN
+			prev = f.resampleAncestors(&r, rng)
 		}
-
-		if prop != nil {
-			prop.Propose(f.xNext, f.logw, prev, y, rng)
-		} else {
-			k.SampleTransition(f.xNext, prev, rng)
-			k.AddLogEmission(f.logw, y, f.xNext)
-		}
-
-		// Reweight: one exp per particle.
-		m := math.Inf(-1)
-		lw := f.logw
-		for i, v := range lw {
-			if v != v {
-				lw[i] = math.Inf(-1)
-				continue
-			}
-			if v > m {
-				m = v
-			}
-		}
-		if math.IsInf(m, 0) {
+		f.propagate(&r, prev, y, rng)
+		if !f.reweight(&r) {
 			return Result{}, &DegeneracyError{T: t, Start: w.Start, End: w.End}
 		}
-		// Shift, exponentiate and sum in one pass. After the shift every
-		// lw ≤ 0, so only the lower end of ExpCore's range needs a check.
-		wv := f.w[:len(lw)]
-		sum, sum2 := 0.0, 0.0
-		for i, v := range lw {
-			v -= m
-			lw[i] = v
-			e := 0.0
-			if v >= -708 {
-				e = fmath.ExpCore(v)
-			} else {
-				e = math.Exp(v)
-			}
-			wv[i] = e
-			sum += e
-			sum2 += e * e
-		}
-		ls := math.Log(sum)
-		ll += m + ls - carry
-		carry = ls
-		f.wsum = sum
-		ess = sum * sum / sum2
-		if ess < minESS {
-			minESS = ess
-		}
 		if f.set.Diagnostics {
-			f.ess[t-w.Start] = ess
+			f.ess[t-w.Start] = r.ess
 			f.resampled[t-w.Start] = resampled
 		}
-
-		if active {
-			ok := true
-			switch sm {
-			case Ancestral, Shrinkage:
-				f.ancestral(h, y, wt, kept, resampled, prev)
-			case ForwardOnly:
-				ok = f.forwardOnly(k, h, y, wt, kept)
-			case PaRIS:
-				ok = f.paris(k, h, y, wt, kept, maxLog, rng)
-			}
-			if !ok { // some particle has no backward weight
-				return Result{}, &DegeneracyError{T: t, Start: w.Start, End: w.End}
-			}
+		if active && !f.accumulate(&r, y, wt, kept, resampled, prev, rng) {
+			// some particle has no backward weight
+			return Result{}, &DegeneracyError{T: t, Start: w.Start, End: w.End}
 		}
 		f.x, f.xNext = f.xNext, f.x
 	}
-
-	if statOn {
-		f.weightedMean(stat, f.h)
-	} else {
-		clear(stat)
-	}
-	for i, v := range stat {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return Result{}, fmt.Errorf("%w: statistic component %d is %v for window [%d,%d)", ErrNonFinite, i, v, w.Start, w.End)
-		}
-	}
-	if math.IsNaN(ll) || math.IsInf(ll, 0) {
-		return Result{}, fmt.Errorf("%w: log-likelihood %v for window [%d,%d)", ErrNonFinite, ll, w.Start, w.End)
-	}
-	res := Result{LogLik: ll, MinESS: minESS}
-	if f.set.Diagnostics {
-		res.ESS, res.Resampled = f.ess, f.resampled
-	}
-	return res, nil
+	return f.finish(&r, stat)
 }
 
 // weightedMean sets dst (length p) to Σ_i w_i H_i / Σ_i w_i.

@@ -2,9 +2,7 @@ package sgmcmc
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -106,149 +104,32 @@ type Result struct {
 // recorder error stops them all.
 func Run(ctx context.Context, newEst func(chain int) Estimator, newMethod func(chain int) Method,
 	init func(chain int, u []float64) error, dim int, s Settings) (*Result, error) {
+	// Run is the driver; each phase is a runner method in run_phases.go
+	// and the iterations are chain.run's.
 	wall := time.Now()
-	if newEst == nil || newMethod == nil || init == nil {
-		return nil, fmt.Errorf("%w: newEst, newMethod and init must be non-nil", ErrSettings)
-	}
-	if err := s.normalize(dim); err != nil {
+	r, err := newRunner(newEst, newMethod, init, dim, s)
+	if err != nil {
 		return nil, err
 	}
-	var ck *checkpointData
-	if s.Checkpoint != "" {
-		removeStaleTemps(s.Checkpoint)
+	if err := r.newChains(); err != nil {
+		return nil, err
 	}
-	if s.Resume && s.Checkpoint != "" {
-		var err error
-		if ck, err = readCheckpoint(s.Checkpoint); err != nil {
-			return nil, err
-		}
-		if ck != nil {
-			if err := ck.matches(dim, &s); err != nil {
-				return nil, err
-			}
-		}
+	if err := r.startRecorder(); err != nil {
+		return nil, err
 	}
-
-	chains := make([]*chain, s.Chains)
-	for c := range chains {
-		pcg := rand.NewPCG(s.Seed, uint64(c))
-		est, m := newEst(c), newMethod(c)
-		if est == nil || m == nil {
-			return nil, fmt.Errorf("%w: newEst or newMethod returned nil for chain %d", ErrSettings, c)
-		}
-		u := make([]float64, dim)
-		if ck == nil {
-			if err := init(c, u); err != nil {
-				return nil, fmt.Errorf("sgmcmc: init of chain %d: %w", c, err)
-			}
-			if i := firstNonFinite(u); i >= 0 {
-				return nil, fmt.Errorf("%w: init of chain %d gave u[%d] = %v", ErrSettings, c, i, u[i])
-			}
-		}
-		smp := NewSampler(est, m, u, s.Schedule, rand.New(pcg))
-		smp.chain = c
-		ch := &chain{s: smp, pcg: pcg}
-		if ck != nil {
-			if err := ch.restore(&ck.State[c]); err != nil {
-				return nil, fmt.Errorf("%w: chain %d: %w", ErrCheckpoint, c, err)
-			}
-		}
-		chains[c] = ch
-	}
-
-	info := Info{Chains: s.Chains, Dim: dim, Iterations: s.Iterations, Runtime: s.Runtime,
-		BurnIn: s.BurnIn, Thin: s.Thin, Start: make([]int, s.Chains)}
-	for c, ch := range chains {
-		info.Start[c] = ch.s.k
-	}
-	rec := &lockedRecorder{r: s.Recorder}
-	if rec.r == nil {
-		rec.r = nopRecorder{}
-	}
-	var err error
-	if rs, ok := rec.r.(Resumer); ok && ck != nil {
-		err = rs.Resume(info, ck.Recorder)
-	} else {
-		err = rec.r.Init(info)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sgmcmc: recorder: %w", err)
-	}
-
 	// ckErr is a failure of the run rather than of a chain.
 	var ckErr error
-	if s.Checkpoint != "" && ck == nil {
-		ckErr = writeCheckpoint(s.Checkpoint, dim, &s, chains, rec)
+	if r.s.Checkpoint != "" && r.ck == nil {
+		ckErr = r.checkpoint()
 	}
-
+	// The chains run under rctx, which a recorder error cancels.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rec.cancel = cancel
-	sem := make(chan struct{}, s.Concurrency)
-	for ckErr == nil {
-		var wg sync.WaitGroup
-		for _, ch := range chains {
-			if ch.res.Status != Running {
-				continue
-			}
-			target := math.MaxInt
-			if s.Checkpoint != "" {
-				target = (ch.s.k/s.CheckpointEvery + 1) * s.CheckpointEvery
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				ch.run(rctx, target, &s, rec)
-			}()
-		}
-		wg.Wait()
-		if rctx.Err() != nil {
-			break
-		}
-		if s.Checkpoint != "" {
-			if ckErr = writeCheckpoint(s.Checkpoint, dim, &s, chains, rec); ckErr != nil {
-				break
-			}
-		}
-		running := false
-		for _, ch := range chains {
-			running = running || ch.res.Status == Running
-		}
-		if !running {
-			break
-		}
+	r.rec.cancel = cancel
+	if ckErr == nil {
+		ckErr = r.sample(rctx)
 	}
-
-	var errs []error
-	res := &Result{Chains: make([]ChainResult, s.Chains), Resumed: ck != nil}
-	for c, ch := range chains {
-		r := ch.res
-		if r.Status == Running {
-			r.Status = Canceled
-		}
-		r.Iterations = ch.s.k
-		r.U = append([]float64(nil), ch.s.u...)
-		res.Chains[c] = r
-		res.Status = max(res.Status, r.Status)
-		if r.Err != nil {
-			errs = append(errs, r.Err)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		errs = append(errs, err)
-	}
-	if ckErr != nil {
-		errs = append(errs, ckErr)
-		res.Status = Failure
-	}
-	res.Runtime = time.Since(wall)
-	if err := rec.r.Done(res); err != nil {
-		errs = append(errs, fmt.Errorf("sgmcmc: recorder: %w", err))
-		res.Status = Failure
-	}
-	return res, errors.Join(errs...)
+	return r.finish(ctx, ckErr, wall)
 }
 
 func (s *Settings) normalize(dim int) error {
@@ -302,20 +183,14 @@ type chain struct {
 	draw Draw // reused so that recording allocates nothing
 }
 
-// run advances the chain until it stops or reaches iteration target.
+// run advances the chain until it stops or reaches iteration target. The
+// loop checks the limits and the cancellation before each iteration;
+// step does the iteration.
 func (ch *chain) run(ctx context.Context, target int, st *Settings, rec *lockedRecorder) {
 	t0 := time.Now()
 	defer func() { ch.res.Elapsed += time.Since(t0) }()
+	defer ch.recoverPanic()
 	s, r := ch.s, &ch.res
-	// A panic in an estimator or a method (a dimension mismatch, a typed
-	// nil) stops this chain with an error naming it instead of killing
-	// the process from a goroutine the caller cannot recover in.
-	defer func() {
-		if p := recover(); p != nil {
-			r.Status = Failure
-			r.Err = &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("%w: panic: %v", ErrPanic, p)}
-		}
-	}()
 	done := ctx.Done()
 	for {
 		if st.Iterations > 0 && s.k >= st.Iterations {
@@ -323,7 +198,7 @@ func (ch *chain) run(ctx context.Context, target int, st *Settings, rec *lockedR
 			return
 		}
 		if s.k >= target {
-			return
+			return // a checkpoint: the chain only pauses
 		}
 		select {
 		case <-done:
@@ -335,48 +210,85 @@ func (ch *chain) run(ctx context.Context, target int, st *Settings, rec *lockedR
 			r.Status = RuntimeLimit
 			return
 		}
-		if err := s.evaluate(ctx); err != nil {
-			if _, ok := err.(*NonFiniteError); ok {
-				if st.NonFinite == Skip {
-					r.Skipped++
-					s.k++
-					continue
-				}
-				r.Status, r.Err = NonFinite, err
-				return
-			}
-			if ctx.Err() != nil {
-				// The estimator gave up because of the cancellation.
-				r.Status = Canceled
-				return
-			}
-			r.Status, r.Err = Failure, err
+		if !ch.step(ctx, st, rec, t0) {
 			return
 		}
-		if kept := s.k >= st.BurnIn && (s.k-st.BurnIn)%st.Thin == 0; kept || st.RecordAll {
-			d := &ch.draw
-			*d = Draw{Chain: s.chain, Iter: s.k, U: s.u, Grad: s.g, LogPost: s.logPost,
-				StepSize: s.h, Elapsed: r.Elapsed + time.Since(t0), Discarded: !kept}
-			if err := rec.record(d); err != nil {
-				r.Status = Failure
-				r.Err = &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("recorder: %w", err)}
-				return
-			}
-			if kept {
-				r.Kept++
-			}
-		}
-		if err := s.move(); err != nil {
-			if st.NonFinite == Skip {
-				r.Skipped++
-				s.k++
-				continue
-			}
-			r.Status, r.Err = NonFinite, err
-			return
-		}
-		s.k++
 	}
+}
+
+// recoverPanic, deferred by run, turns a panic in an estimator or a
+// method (a dimension mismatch, a typed nil) into a Failure of this chain
+// with an error naming it, instead of killing the process from a
+// goroutine the caller cannot recover in.
+func (ch *chain) recoverPanic() {
+	if p := recover(); p != nil {
+		ch.res.Status = Failure
+		ch.res.Err = &ChainError{Chain: ch.s.chain, Iter: ch.s.k, Err: fmt.Errorf("%w: panic: %v", ErrPanic, p)}
+	}
+}
+
+// step does iteration s.k: the gradient at u_k, the draw's record and the
+// move to u_{k+1}. It reports false when the chain stops, with its Status
+// and Err set.
+func (ch *chain) step(ctx context.Context, st *Settings, rec *lockedRecorder, t0 time.Time) bool {
+	s, r := ch.s, &ch.res
+	if err := s.evaluate(ctx); err != nil {
+		if _, ok := err.(*NonFiniteError); ok {
+			return ch.nonFinite(err, st)
+		}
+		if ctx.Err() != nil {
+			// The estimator gave up because of the cancellation.
+			r.Status = Canceled
+			return false
+		}
+		r.Status, r.Err = Failure, err
+		return false
+	}
+	if !ch.record(st, rec, t0) {
+		return false
+	}
+	if err := s.move(); err != nil {
+		return ch.nonFinite(err, st)
+	}
+	s.k++
+	return true
+}
+
+// nonFinite handles a non-finite gradient or parameter: under Skip the
+// iteration counts as skipped and the chain goes on (true); under Stop
+// the chain stops with Status NonFinite and Err err.
+func (ch *chain) nonFinite(err error, st *Settings) bool {
+	if st.NonFinite == Skip {
+		ch.res.Skipped++
+		ch.s.k++
+		return true
+	}
+	ch.res.Status, ch.res.Err = NonFinite, err
+	return false
+}
+
+// record passes the draw of iteration s.k to the recorder when it is kept,
+// or marked Discarded under RecordAll, reusing ch.draw so that nothing is
+// allocated. It reports false when the recorder failed, which stops the
+// chain with Status Failure.
+func (ch *chain) record(st *Settings, rec *lockedRecorder, t0 time.Time) bool {
+	s, r := ch.s, &ch.res
+	kept := s.k >= st.BurnIn && (s.k-st.BurnIn)%st.Thin == 0
+	if !kept && !st.RecordAll {
+		return true
+	}
+	d := &ch.draw
+	*d = Draw{Chain: s.chain, Iter: s.k, U: s.u, Grad: s.g, LogPost: s.logPost,
+		StepSize: s.h, Elapsed: r.Elapsed + time.Since(t0), Discarded: !kept}
+	if err := rec.record(d); err != nil {
+		r.Status = Failure
+		r.Err = &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("recorder: %w", err)}
+		return false
+	}
+	if kept {
+		r.Kept++
+	}
+	return true
 }
 
 // lockedRecorder serialises the chains' calls and aborts the run on error.
