@@ -45,6 +45,12 @@ type Settings struct {
 	// Exact uses the model's ssm.ExactScorer (the Kalman smoother for the
 	// LGSSM) instead of a particle filter: the N = ∞ estimator ĝ(S, B).
 	Exact bool
+	// Grid, when Grid.Nodes > 0, filters each window with a pf.GridFilter
+	// on these nodes instead of a particle filter (scalar states with a
+	// transition density; pf.GridFor chooses one): deterministic, so
+	// g_S(u) is smooth in u, with quadrature error only. PF is then
+	// unused. Exact takes precedence.
+	Grid pf.Grid
 	// Choice picks the sequence of a multi-sequence data set.
 	Choice Choice
 	// Draws is the number of subsequences averaged per gradient (0 → 1).
@@ -71,6 +77,7 @@ type Estimator struct {
 	seqCum  []float64 // cumulative, for drawing
 	slots   []slot
 	filters []*pf.Filter
+	grids   []*pf.GridFilter
 	scores  []score // one Additive per worker, pointed at the bound kernel
 	prior   []float64
 	info    Info
@@ -143,6 +150,18 @@ func New(m ssm.Model, data ssm.Dataset, s Settings) (*Estimator, error) {
 			return nil, ErrNoExact
 		}
 		e.exact = ex
+	} else if s.Grid.Nodes > 0 {
+		if d.State != 1 {
+			return nil, fmt.Errorf("%w: %w: state dimension %d is not 1", ErrSettings, pf.ErrGrid, d.State)
+		}
+		for w := 0; w < s.Workers; w++ {
+			g, err := pf.NewGridFilter(s.Grid)
+			if err != nil {
+				return nil, err
+			}
+			e.grids = append(e.grids, g)
+		}
+		e.scores = make([]score, s.Workers)
 	} else {
 		for w := 0; w < s.Workers; w++ {
 			f, err := pf.New(s.PF)
@@ -315,6 +334,12 @@ func (e *Estimator) eval(ctx context.Context, w, i int, k ssm.Kernel, u []float6
 	}
 	sc := &e.scores[w]
 	sc.k, sc.p = k, e.dims.Param
+	if e.grids != nil {
+		clear(sl.grad)
+		res, err := e.grids[w].Run(ctx, k, u, e.dims, seq, sl.window, sc, sl.grad)
+		sl.loglik, sl.minESS, sl.err = res.LogLik, math.NaN(), err
+		return
+	}
 	res, err := e.filters[w].Run(ctx, k, e.dims, seq, sl.window, sc, sl.grad, sl.rng)
 	sl.loglik, sl.minESS, sl.err = res.LogLik, res.MinESS, err
 }
@@ -348,7 +373,7 @@ func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.W
 	if len(grad) != e.dims.Param || len(u) != e.dims.Param {
 		return math.NaN(), fmt.Errorf("%w: Fixed: len(grad) = %d, len(u) = %d, want %d", ErrSettings, len(grad), len(u), e.dims.Param)
 	}
-	if e.exact == nil && rng == nil {
+	if !e.Deterministic() && rng == nil {
 		return math.NaN(), fmt.Errorf("%w: Fixed needs a random generator for the particle filter (rng is nil)", ErrSettings)
 	}
 	seq := e.data.Sequences[j]
@@ -358,7 +383,7 @@ func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.W
 	sl := &e.slots[0]
 	saved := sl.window.Weights
 	sl.seq, sl.window = j, w
-	if e.exact == nil {
+	if !e.Deterministic() {
 		sl.src.Seed(rng.Uint64(), rng.Uint64())
 	}
 	k, err := e.bind(u)
@@ -373,6 +398,11 @@ func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.W
 	copy(grad, sl.grad)
 	return sl.loglik, nil
 }
+
+// Deterministic reports whether a window's gradient involves no random
+// numbers (Settings.Exact or Settings.Grid): only the subsequence draw is
+// random, and Fixed and Tile accept a nil generator.
+func (e *Estimator) Deterministic() bool { return e.exact != nil || e.grids != nil }
 
 // Last describes the most recent evaluation. Its slices are reused by the
 // next call.

@@ -22,13 +22,13 @@ import (
 // window with the sequence index, the window and the window's gradient (a
 // view valid during the call), e.g. to accumulate the empirical Fisher
 // information Σ g_w g_wᵀ. With Sampling Full each sequence is one window.
-// rng may be nil for an exact estimator.
+// rng may be nil for a deterministic estimator (Exact or Grid).
 func (e *Estimator) Tile(ctx context.Context, grad, u []float64, offset int, rng *rand.Rand,
 	each func(seq int, w ssm.Window, g []float64)) (float64, error) {
 	if len(grad) != e.dims.Param || len(u) != e.dims.Param {
 		return 0, fmt.Errorf("%w: Tile: len(grad) = %d, len(u) = %d, want %d", ErrSettings, len(grad), len(u), e.dims.Param)
 	}
-	if e.exact == nil && rng == nil {
+	if !e.Deterministic() && rng == nil {
 		return 0, fmt.Errorf("%w: Tile needs a random generator for the particle filter", ErrSettings)
 	}
 	clear(grad)

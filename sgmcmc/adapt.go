@@ -18,7 +18,11 @@ func (f *fit) estimator() (Estimator, error) {
 	if f.prep.Gradient != ControlVariateGradient {
 		return &corrected{est: f.newEstimator(f.gset), c: f.prep.Correction}, nil
 	}
-	return gradient.NewControlVariate(f.newEstimator(f.cvset), f.prep.Mode, f.prep.Anchor)
+	cv, err := f.newCV(f.newEstimator(f.cvset))
+	if err != nil {
+		return nil, err
+	}
+	return cv, nil
 }
 
 // corrected is the plain estimator plus a constant bias correction c

@@ -29,7 +29,7 @@ func TestPlainCorrection(t *testing.T) {
 	}
 	ctx := context.Background()
 	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
-	f, err := newFit(models.LGSSM{}, data, FitSettings{Seed: 3, N: 20, AnchorParticles: 2000, Proposal: pf.Bootstrap,
+	f, err := newFit(models.LGSSM{}, data, FitSettings{Seed: 3, N: 20, AnchorParticles: 2000, Proposal: pf.Bootstrap, Filter: ParticleFilter,
 		Gradient: PlainGradient, NoiseProbes: 4, WarmUp: 100})
 	if err != nil {
 		t.Fatal(err)

@@ -39,23 +39,38 @@ func TestFitLGSSMCalibration(t *testing.T) {
 	if err := json.Unmarshal(b, &ref); err != nil {
 		t.Fatal(err)
 	}
-	post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}},
-		sgmcmc.FitSettings{Exact: true, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range post.Summary() {
-		want := ref.Params[i]
-		z := (r.Mean - want.Mean) / want.SD
-		ratio := r.SD / want.SD
-		t.Logf("%s: mean %.4f (ref %.4f, %.2f ref sds), sd %.4f (ref %.4f, ratio %.2f), bulk ESS %.0f, R-hat %.3f",
-			r.Name, r.Mean, want.Mean, z, r.SD, want.SD, ratio, r.BulkESS, r.Rhat)
-		if r.Name != want.Name || math.Abs(z) > 0.25 || ratio < 0.8 || ratio > 1.25 {
-			t.Errorf("%s: mean %.4f vs %.4f (%.2f sds), sd ratio %.2f", r.Name, r.Mean, want.Mean, z, ratio)
+	for _, c := range []struct {
+		name string
+		set  sgmcmc.FitSettings
+	}{
+		{"kalman", sgmcmc.FitSettings{Exact: true, Seed: 1}},
+		// The default for a scalar state: the grid filter and the
+		// second-order control variate.
+		{"grid", sgmcmc.FitSettings{Seed: 1}},
+	} {
+		if c.name == "grid" && testing.Short() {
+			continue
 		}
-	}
-	if len(post.Warnings) > 0 {
-		t.Errorf("warnings: %q", post.Warnings)
+		post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}}, c.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.name == "grid" && post.Preparation.Grid.Nodes == 0 {
+			t.Errorf("grid: the default fit of the scalar LGSSM did not use the grid filter")
+		}
+		for i, r := range post.Summary() {
+			want := ref.Params[i]
+			z := (r.Mean - want.Mean) / want.SD
+			ratio := r.SD / want.SD
+			t.Logf("%s: %s: mean %.4f (ref %.4f, %.2f ref sds), sd %.4f (ref %.4f, ratio %.2f), bulk ESS %.0f, R-hat %.3f",
+				c.name, r.Name, r.Mean, want.Mean, z, r.SD, want.SD, ratio, r.BulkESS, r.Rhat)
+			if r.Name != want.Name || math.Abs(z) > 0.25 || ratio < 0.8 || ratio > 1.25 {
+				t.Errorf("%s: %s: mean %.4f vs %.4f (%.2f sds), sd ratio %.2f", c.name, r.Name, r.Mean, want.Mean, z, ratio)
+			}
+		}
+		if len(post.Warnings) > 0 {
+			t.Errorf("%s: warnings: %q", c.name, post.Warnings)
+		}
 	}
 }
 
@@ -140,7 +155,8 @@ func TestFitResume(t *testing.T) {
 
 // BenchmarkFit times whole fits at fixed iterations (Iterations 1000 and
 // three adaptation windows of 100 per chain, 4 chains, no KSD) on the
-// simulated LGSSM series: exact Kalman gradients and a particle filter.
+// simulated LGSSM series: exact Kalman gradients, a particle filter and
+// the grid filter.
 func BenchmarkFit(b *testing.B) {
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
 	if err != nil {
@@ -152,7 +168,8 @@ func BenchmarkFit(b *testing.B) {
 		set  sgmcmc.FitSettings
 	}{
 		{"lgssm/kalman", sgmcmc.FitSettings{Exact: true}},
-		{"lgssm/pf/N=200", sgmcmc.FitSettings{N: 200}},
+		{"lgssm/pf/N=200", sgmcmc.FitSettings{N: 200, Filter: sgmcmc.ParticleFilter}},
+		{"lgssm/grid", sgmcmc.FitSettings{Filter: sgmcmc.GridFilter}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s := c.set

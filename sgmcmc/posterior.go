@@ -437,6 +437,12 @@ func (f *fit) loadPreparation() (bool, error) {
 		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
 	}
 	f.prep = saved.Prep
+	if f.prep.Grid.Nodes > 0 {
+		if err := f.prep.Grid.Validate(); err != nil {
+			return false, fmt.Errorf("%w: %s.prep: %v", ErrCheckpoint, f.s.Checkpoint, err)
+		}
+		f.setGrid(f.prep.Grid)
+	}
 	return true, nil
 }
 
@@ -457,8 +463,8 @@ func (f *fit) fingerprint() string {
 		}
 	}
 	s := f.s
-	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v",
-		f.model, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
+	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v",
+		f.model, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
 		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init)
 }
 

@@ -50,11 +50,11 @@ func main() {
 }
 
 type config struct {
-	model, data, id, col, out, checkpoint, gradient string
-	proposal                                        compare.ProposalFlag
-	kalman, json, quiet                             bool
-	set                                             sgmcmc.FitSettings
-	st                                              stateOpts // -states, -forecast (states.go)
+	model, data, id, col, out, checkpoint, gradient, filter string
+	proposal                                                compare.ProposalFlag
+	kalman, json, quiet                                     bool
+	set                                                     sgmcmc.FitSettings
+	st                                                      stateOpts // -states, -forecast (states.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -71,10 +71,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	fs.IntVar(&s.S, "S", 40, "subsequence length S")
-	fs.IntVar(&s.B, "B", 10, "buffer length B on each side (negative: none)")
+	fs.IntVar(&s.B, "B", 0, "buffer length B on each side (0: 40 with the grid filter, 10 with particles; negative: none)")
 	fs.IntVar(&s.N, "N", 1000, "number of particles of the plain gradient's filter")
 	fs.IntVar(&s.CVParticles, "Ncv", 0, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
 	c.proposal.Register(fs, "guided")
+	fs.StringVar(&c.filter, "filter", "auto", "window filter: auto (a grid filter for scalar states with a transition density, else particles), grid or particles")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients instead of a particle filter (lgssm only)")
 	fs.StringVar(&c.gradient, "gradient", "auto", "stochastic gradient: auto, cv (control variates) or plain")
 	fs.Float64Var(&s.StepSize, "step", 0, "SGLD step in posterior-scale units, in (0, 1) (default: from the measured gradient noise)")
@@ -107,6 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.model != "lgssm" && c.model != "svm" && c.model != "garch":
 		return nil, fmt.Errorf("unknown model %q (want lgssm, svm or garch)", c.model)
+	case c.filter != "auto" && c.filter != "grid" && c.filter != "particles":
+		return nil, fmt.Errorf("unknown filter %q (want auto, grid or particles)", c.filter)
 	case c.gradient != "auto" && c.gradient != "cv" && c.gradient != "plain":
 		return nil, fmt.Errorf("unknown gradient %q (want auto, cv or plain)", c.gradient)
 	case c.kalman && c.model != "lgssm":
@@ -126,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	case s.Chains < 1:
 		return nil, fmt.Errorf("-chains = %d must be at least 1", s.Chains)
 	}
+	s.Filter = map[string]sgmcmc.Filter{"auto": sgmcmc.AutoFilter, "grid": sgmcmc.GridFilter, "particles": sgmcmc.ParticleFilter}[c.filter]
 	s.Gradient = map[string]sgmcmc.Gradient{"auto": sgmcmc.AutoGradient, "cv": sgmcmc.ControlVariateGradient, "plain": sgmcmc.PlainGradient}[c.gradient]
 	return c, nil
 }
