@@ -222,6 +222,9 @@ type Preparation struct {
 	Gradient                 Gradient  // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
+	// S and B are the subsequence and buffer lengths the chains use
+	// (FitSettings' after the defaults and the sequences' lengths).
+	S, B int
 	// Jacobian is ∂ĝ_full/∂u at u* (deterministic gradients only), which
 	// makes the control variate second order (gradient.ControlVariate).
 	Jacobian []float64
@@ -829,7 +832,7 @@ func (f *fit) prepare(ctx context.Context) error {
 			setCorr()
 		}
 	}
-	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.se, Grid: f.gset.Grid, Jacobian: jac,
+	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.se, Grid: f.gset.Grid, Jacobian: jac, S: f.gset.S, B: f.gset.B,
 		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.se)), Correction: correction, CorrectionSE: corrSE}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))

@@ -339,9 +339,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func describe(c *config, post *sgmcmc.Posterior) string {
 	pr := post.Preparation
-	g := fmt.Sprintf("%v gradients, buffered subsequences S = %d, B = %d", pr.Gradient, c.set.S, max(c.set.B, 0))
+	g := fmt.Sprintf("%v gradients, buffered subsequences S = %d, B = %d", pr.Gradient, pr.S, pr.B)
 	if c.kalman {
 		return g + ", exact Kalman"
+	}
+	if pr.Grid.Nodes > 0 {
+		return g + fmt.Sprintf(", grid filter with %d nodes (spacing %.3g)", pr.Grid.Nodes, pr.Grid.Spacing())
 	}
 	return g + fmt.Sprintf(", N = %d particles (%s proposal)", c.set.N, c.proposal.String())
 }
