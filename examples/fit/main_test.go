@@ -254,7 +254,7 @@ func TestBadInput(t *testing.T) {
 		{"all missing", []string{"-data", allNA}, "no observed values"},
 		{"step too large", []string{"-step", "1"}, "-step = 1 must be in (0, 1)"},
 		{"thin zero", []string{"-thin", "0"}, "-thin = 0"},
-		{"S + 2B > T", []string{"-data", short}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
+		{"S + 2B > T", []string{"-data", short, "-B", "10"}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
 		{"negative iterations", []string{"-iters", "-1"}, "-iters = -1"},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},
