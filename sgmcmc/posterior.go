@@ -208,7 +208,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		// when only R-hat is short.
 		more := float64(iters*(seg+1)) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		iters = min(50000, max(200, int(math.Ceil(more))))
-		f.log("bulk ESS %.0f (target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
+		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
 	}
 	if user != nil {
 		if err := user.r.Done(res); err != nil {
@@ -494,8 +494,8 @@ func (s *segmented) Record(d *Draw) error {
 
 func (s *segmented) Done(*Result) error { return nil }
 
-// convergence returns the smallest bulk ESS and the largest rank R-hat
-// over the natural parameters.
+// convergence returns the smallest bulk or tail ESS and the largest rank
+// R-hat over the natural parameters.
 func convergence(p *Posterior, d int) (ess, rhat float64) {
 	n := math.MaxInt
 	for _, c := range p.Natural {
@@ -514,7 +514,12 @@ func convergence(p *Posterior, d int) (ess, rhat float64) {
 			}
 			cols[c] = col
 		}
-		ess = math.Min(ess, ksd.BulkESS(cols))
+		// The summary warns on either ESS, so the stopping rule looks at
+		// both: tail ESS (5% and 95% quantiles) is often the smaller.
+		pooled := slices.Concat(cols...)
+		slices.Sort(pooled)
+		tail := tailESS(cols, quantile(pooled, 0.05), quantile(pooled, 0.95))
+		ess = math.Min(ess, math.Min(ksd.BulkESS(cols), tail))
 		rhat = math.Max(rhat, ksd.RankRhat(cols))
 	}
 	return ess, rhat
