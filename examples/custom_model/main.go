@@ -56,23 +56,12 @@ Flags:
 	phi := fs.Float64("phi", 0.95, "true phi")
 	sigma := fs.Float64("sigma", 0.3, "true sigma")
 	tau := fs.Float64("tau", 0.5, "true tau")
-	set := sgmcmc.FitSettings{}
-	fs.IntVar(&set.S, "S", 40, "subsequence length")
-	fs.IntVar(&set.B, "B", 10, "buffer length")
-	fs.IntVar(&set.N, "N", 300, "particles")
-	fs.IntVar(&set.Iterations, "iters", 0, "sampling iterations per chain (0: enough for 400 effective draws)")
-	fs.IntVar(&set.AdaptWindow, "adapt", 0, "iterations of each metric-adaptation window (0: automatic)")
-	fs.IntVar(&set.Chains, "chains", 4, "chains")
-	fs.Uint64Var(&set.Seed, "seed", 1, "random seed")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	// The fit's flags (-S -B -N -iters -chains -seed -q ...), with these
+	// defaults; sgmcmc.Fit checks their values.
+	set := sgmcmc.FitSettings{S: 40, B: 10, N: 300, Chains: 4, Seed: 1, Progress: stderr}
+	set.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if N := set.N; N < 1 || set.S < 1 || set.B < 0 || set.Chains < 1 {
-		return fmt.Errorf("need -N >= 1, -S >= 1, -B >= 0 and -chains >= 1 (got %d, %d, %d, %d)", N, set.S, set.B, set.Chains)
-	}
-	if !*quiet {
-		set.Progress = stderr
 	}
 
 	// Simulate data from the model at the true parameters.

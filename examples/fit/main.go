@@ -50,47 +50,31 @@ func main() {
 }
 
 type config struct {
-	model, data, id, col, out, checkpoint, gradient, filter string
-	proposal                                                compare.ProposalFlag
-	kalman, json, quiet                                     bool
-	set                                                     sgmcmc.FitSettings
-	st                                                      stateOpts // -states, -forecast (states.go)
+	model, data, id, col, out, checkpoint string
+	proposal                              compare.ProposalFlag
+	kalman, json, quiet                   bool
+	set                                   sgmcmc.FitSettings
+	st                                    stateOpts // -states, -forecast (states.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{}
-	s := &c.set
+	c := &config{set: sgmcmc.FitSettings{S: 40, N: 1000, WarmUp: 300, Thin: 1, Chains: 4, Seed: 1, KSDDraws: 50, Progress: stderr}}
 	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: go run ./examples/fit [flags]\n\nFits a state space model by sgmcmc.Fit and prints the posterior (see examples/fit/README.md).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	c.set.RegisterFlags(fs) // -S -B -N -Ncv -filter -gradient -step -warmup -adapt -iters -time -thin -chains -seed -ksd -q
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with the observations, one column")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
-	fs.IntVar(&s.S, "S", 40, "subsequence length S")
-	fs.IntVar(&s.B, "B", 0, "buffer length B on each side (0: 40 with the grid filter, 10 with particles; negative: none)")
-	fs.IntVar(&s.N, "N", 1000, "number of particles of the plain gradient's filter")
-	fs.IntVar(&s.CVParticles, "Ncv", 0, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
 	c.proposal.Register(fs, "guided")
-	fs.StringVar(&c.filter, "filter", "auto", "window filter: auto (a grid filter for scalar states with a transition density, else particles), grid or particles")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients instead of a particle filter (lgssm only)")
-	fs.StringVar(&c.gradient, "gradient", "auto", "stochastic gradient: auto, cv (control variates) or plain")
-	fs.Float64Var(&s.StepSize, "step", 0, "SGLD step in posterior-scale units, in (0, 1) (default: from the measured gradient noise)")
-	fs.IntVar(&s.WarmUp, "warmup", 300, "Adam iterations that look for the mode")
-	fs.IntVar(&s.AdaptWindow, "adapt", 0, "iterations of each of the 3 metric-adaptation windows (default: 10 autocorrelation times, at least 300)")
-	fs.IntVar(&s.Iterations, "iters", 0, "sampling iterations per chain after the adaptation (default: enough for 400 effective draws by the measured autocorrelation)")
-	fs.DurationVar(&s.MaxTime, "time", 0, "compute-time budget of each chain's sampling (e.g. 60s; 0: none)")
-	fs.IntVar(&s.Thin, "thin", 1, "keep every thin-th draw")
-	fs.IntVar(&s.Chains, "chains", 4, "number of chains")
-	fs.Uint64Var(&s.Seed, "seed", 1, "random seed")
-	fs.IntVar(&s.KSDDraws, "ksd", 50, "draws at which full-data scores are computed for the KSD (0: skip)")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise")
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object to stdout instead of the text report")
-	fs.BoolVar(&c.quiet, "q", false, "no progress lines on stderr")
 	c.st.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -101,36 +85,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if err := c.proposal.Check(); err != nil {
 		return nil, err
 	}
-	if s.KSDDraws == 0 {
-		s.KSDDraws = -1 // Fit's 0 means its default
-	}
-	s.Exact, s.Checkpoint = c.kalman, c.checkpoint
+	// sgmcmc.Fit checks the settings' values.
+	c.set.Exact, c.set.Checkpoint, c.quiet = c.kalman, c.checkpoint, c.set.Progress == nil
 	switch {
 	case c.model != "lgssm" && c.model != "svm" && c.model != "garch":
 		return nil, fmt.Errorf("unknown model %q (want lgssm, svm or garch)", c.model)
-	case c.filter != "auto" && c.filter != "grid" && c.filter != "particles":
-		return nil, fmt.Errorf("unknown filter %q (want auto, grid or particles)", c.filter)
-	case c.gradient != "auto" && c.gradient != "cv" && c.gradient != "plain":
-		return nil, fmt.Errorf("unknown gradient %q (want auto, cv or plain)", c.gradient)
 	case c.kalman && c.model != "lgssm":
 		return nil, fmt.Errorf("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
-	case s.S < 1:
-		return nil, fmt.Errorf("-S = %d must be at least 1", s.S)
-	case s.N < 1 || s.CVParticles < 0:
-		return nil, fmt.Errorf("-N = %d must be at least 1 and -Ncv = %d not negative", s.N, s.CVParticles)
-	case s.StepSize < 0 || s.StepSize >= 1:
-		return nil, fmt.Errorf("-step = %v must be in (0, 1), or 0 for automatic", s.StepSize)
-	case s.WarmUp < 1:
-		return nil, fmt.Errorf("-warmup = %d must be at least 1", s.WarmUp)
-	case s.Iterations < 0 || s.MaxTime < 0 || s.AdaptWindow < 0:
-		return nil, fmt.Errorf("-iters = %d, -adapt = %d and -time = %v must not be negative", s.Iterations, s.AdaptWindow, s.MaxTime)
-	case s.Thin < 1:
-		return nil, fmt.Errorf("-thin = %d must be at least 1", s.Thin)
-	case s.Chains < 1:
-		return nil, fmt.Errorf("-chains = %d must be at least 1", s.Chains)
 	}
-	s.Filter = map[string]sgmcmc.Filter{"auto": sgmcmc.AutoFilter, "grid": sgmcmc.GridFilter, "particles": sgmcmc.ParticleFilter}[c.filter]
-	s.Gradient = map[string]sgmcmc.Gradient{"auto": sgmcmc.AutoGradient, "cv": sgmcmc.ControlVariateGradient, "plain": sgmcmc.PlainGradient}[c.gradient]
 	return c, nil
 }
 
@@ -303,9 +265,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	csvRec := sgmcmc.NewCSVRecorder(csvFile, names)
 	csvRec.Transform = func(dst, u []float64) { m.Constrain(dst, u) }
 	c.set.Recorder = csvRec
-	if !c.quiet {
-		c.set.Progress = stderr
-	}
 	post, err := sgmcmc.Fit(ctx, m, data, c.set)
 	if errors.Is(err, sgmcmc.ErrFinished) {
 		// Killed after its last checkpoint: trace.csv is complete.

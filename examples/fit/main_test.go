@@ -252,11 +252,13 @@ func TestBadInput(t *testing.T) {
 		{"unknown gradient", []string{"-gradient", "hmc"}, `unknown gradient "hmc"`},
 		{"unknown proposal", []string{"-proposal", "apf"}, `unknown proposal "apf"`},
 		{"all missing", []string{"-data", allNA}, "no observed values"},
-		{"step too large", []string{"-step", "1"}, "-step = 1 must be in (0, 1)"},
-		{"thin zero", []string{"-thin", "0"}, "-thin = 0"},
+		// sgmcmc.Fit checks the settings' values after the data are read.
+		{"step too large", []string{"-data", daxPath, "-step", "1"}, "StepSize = 1 must be in [0, 1)"},
+		{"negative thin", []string{"-data", daxPath, "-thin", "-1"}, "Thin must not be negative"},
 		{"S + 2B > T", []string{"-data", short, "-B", "10"}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
-		{"negative iterations", []string{"-iters", "-1"}, "-iters = -1"},
+		{"negative iterations", []string{"-data", daxPath, "-iters", "-1"}, "Iterations, TargetESS, AdaptWindow and Thin must not be negative"},
+		{"unknown filter", []string{"-filter", "smc"}, `unknown filter "smc"`},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},
 		{"bad flag", []string{"-iters", "many"}, "invalid value"},
 	} {

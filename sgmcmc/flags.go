@@ -1,0 +1,125 @@
+package sgmcmc
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// RegisterFlags defines on fs a command-line flag for each FitSettings field
+// a user of a command tunes, with the field's current value as the flag's
+// default, so a command sets the defaults it wants first:
+//
+//	set := sgmcmc.FitSettings{N: 300, Seed: 1, Progress: os.Stderr}
+//	set.RegisterFlags(fs)
+//	err := fs.Parse(os.Args[1:])
+//
+// The flags are -S, -B, -N, -Ncv (CVParticles), -filter auto|grid|particles,
+// -gradient auto|cv|plain, -step (StepSize), -warmup, -adapt (AdaptWindow),
+// -iters (Iterations), -time (MaxTime), -thin, -chains, -seed, -ksd
+// (KSDDraws, where 0 skips the KSD) and -q, which sets Progress to nil. A
+// value means what the field's documentation says (0 is Fit's default);
+// Fit checks the values, as it does for every FitSettings. The fields a
+// command derives from its own flags (Proposal, Exact, Init, Checkpoint,
+// Recorder, Workers, AnchorParticles, ...) have no flag here.
+func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&s.S, "S", s.S, "subsequence length S (0: 40)")
+	fs.IntVar(&s.B, "B", s.B, "buffer length B on each side (0: 40 with the grid filter, 10 with particles; negative: none)")
+	fs.IntVar(&s.N, "N", s.N, "number of particles of the plain gradient's filter (0: 1000)")
+	fs.IntVar(&s.CVParticles, "Ncv", s.CVParticles, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
+	fs.Var(&s.Filter, "filter", "window filter: `auto|grid|particles`; auto takes a grid filter for scalar states with a transition density, else particles")
+	fs.Var(&s.Gradient, "gradient", "stochastic gradient: `auto|cv|plain`; auto measures both and keeps the cheaper per effective draw, cv is control variates")
+	fs.Float64Var(&s.StepSize, "step", s.StepSize, "SGLD step in posterior-scale units, in (0, 1) (0: from the measured gradient noise)")
+	fs.IntVar(&s.WarmUp, "warmup", s.WarmUp, "Adam iterations that look for the mode (0: 300)")
+	fs.IntVar(&s.AdaptWindow, "adapt", s.AdaptWindow, "iterations of each of the 3 metric-adaptation windows (0: 10 autocorrelation times, at least 300)")
+	fs.IntVar(&s.Iterations, "iters", s.Iterations, "sampling iterations per chain after the adaptation (0: enough for 400 effective draws by the measured autocorrelation)")
+	fs.DurationVar(&s.MaxTime, "time", s.MaxTime, "compute-time budget of each chain's sampling (e.g. 60s; 0: none)")
+	fs.IntVar(&s.Thin, "thin", s.Thin, "keep every thin-th draw (0: 1)")
+	fs.IntVar(&s.Chains, "chains", s.Chains, "number of chains (0: 4)")
+	fs.Uint64Var(&s.Seed, "seed", s.Seed, "random seed")
+	ksd := "`draws` at which full-data scores are computed for the KSD (0: skip)"
+	if s.KSDDraws == 0 {
+		ksd += "; not given: Fit's default, see FitSettings.KSDDraws"
+	}
+	fs.Var(ksdFlag{&s.KSDDraws}, "ksd", ksd)
+	fs.Var(&quietFlag{p: &s.Progress, w: s.Progress}, "q", "no progress lines")
+}
+
+// Set sets f from its String form (auto, grid or particles): with String,
+// *Filter is a flag.Value.
+func (f *Filter) Set(v string) error {
+	for _, g := range []Filter{AutoFilter, GridFilter, ParticleFilter} {
+		if v == g.String() {
+			*f = g
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown filter %q (want auto, grid or particles)", v)
+}
+
+// Set sets g from auto, cv (or control-variate) or plain: with String,
+// *Gradient is a flag.Value.
+func (g *Gradient) Set(v string) error {
+	switch v {
+	case "auto":
+		*g = AutoGradient
+	case "cv", "control-variate":
+		*g = ControlVariateGradient
+	case "plain":
+		*g = PlainGradient
+	default:
+		return fmt.Errorf("unknown gradient %q (want auto, cv or plain)", v)
+	}
+	return nil
+}
+
+// ksdFlag is -ksd: 0 on the command line skips the KSD (KSDDraws < 0), and
+// a KSDDraws of 0, Fit's default, has no command-line spelling.
+type ksdFlag struct{ p *int }
+
+func (k ksdFlag) String() string {
+	switch {
+	case k.p == nil || *k.p == 0:
+		return ""
+	case *k.p < 0:
+		return "0"
+	}
+	return strconv.Itoa(*k.p)
+}
+
+func (k ksdFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	if n == 0 {
+		n = -1
+	}
+	*k.p = n
+	return nil
+}
+
+// quietFlag is -q: it sets *p to nil, and -q=false back to w.
+type quietFlag struct {
+	p     *io.Writer
+	w     io.Writer
+	quiet bool
+}
+
+func (q *quietFlag) String() string   { return strconv.FormatBool(q != nil && q.quiet) }
+func (q *quietFlag) IsBoolFlag() bool { return true }
+
+func (q *quietFlag) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	q.quiet = b
+	*q.p = q.w
+	if b {
+		*q.p = nil
+	}
+	return nil
+}
