@@ -106,3 +106,39 @@ func TestControlVariateCommonRandomNumbers(t *testing.T) {
 		t.Error("NewControlVariate accepted a NaN anchor gradient")
 	}
 }
+
+// TilePart over parts = 3 sums, part by part, to Tile (exactly, for the
+// deterministic Kalman estimator), each block once; a bad part is an error.
+func TestTilePartSumsToTile(t *testing.T) {
+	m, u, y := lgssmSetup(t, 1000)
+	e := newEst(t, m, y, gradient.Settings{Subsequencer: gradient.Subsequencer{S: 40, B: 10}, Exact: true})
+	ctx := context.Background()
+	want := make([]float64, 3)
+	llWant, err := e.Tile(ctx, want, u, 17, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, ll, windows := make([]float64, 3), 0.0, 0
+	for part := range 3 {
+		g := make([]float64, 3)
+		l, err := e.TilePart(ctx, g, u, 17, part, 3, nil, func(int, ssm.Window, []float64) { windows++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ll += l
+		for i := range g {
+			sum[i] += g[i]
+		}
+	}
+	for i := range want {
+		if math.Abs(sum[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
+			t.Errorf("coordinate %d: parts sum to %.12g, Tile %.12g", i, sum[i], want[i])
+		}
+	}
+	if math.Abs(ll-llWant) > 1e-9*math.Abs(llWant) || windows != 26 {
+		t.Errorf("log-lik %.9g vs %.9g, %d windows (want 26)", ll, llWant, windows)
+	}
+	if _, err := e.TilePart(ctx, sum, u, 0, 3, 3, nil, nil); err == nil {
+		t.Error("part 3 of 3: no error")
+	}
+}

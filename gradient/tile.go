@@ -25,6 +25,18 @@ import (
 // rng may be nil for a deterministic estimator (Exact or Grid).
 func (e *Estimator) Tile(ctx context.Context, grad, u []float64, offset int, rng *rand.Rand,
 	each func(seq int, w ssm.Window, g []float64)) (float64, error) {
+	return e.TilePart(ctx, grad, u, offset, 0, 1, rng, each)
+}
+
+// TilePart is Tile restricted to every parts-th block, starting with block
+// part (blocks numbered over all sequences in order): the sums of
+// TilePart over part = 0..parts−1, each on its own estimator and
+// goroutine, are Tile's, for deterministic estimators exactly.
+func (e *Estimator) TilePart(ctx context.Context, grad, u []float64, offset, part, parts int, rng *rand.Rand,
+	each func(seq int, w ssm.Window, g []float64)) (float64, error) {
+	if parts < 1 || part < 0 || part >= parts {
+		return 0, fmt.Errorf("%w: TilePart: part %d of %d", ErrSettings, part, parts)
+	}
 	if len(grad) != e.dims.Param || len(u) != e.dims.Param {
 		return 0, fmt.Errorf("%w: Tile: len(grad) = %d, len(u) = %d, want %d", ErrSettings, len(grad), len(u), e.dims.Param)
 	}
@@ -34,6 +46,7 @@ func (e *Estimator) Tile(ctx context.Context, grad, u []float64, offset int, rng
 	clear(grad)
 	g := make([]float64, e.dims.Param)
 	ll := 0.0
+	block := 0
 	for j, seq := range e.data.Sequences {
 		T := seq.Len()
 		S, B := e.set.S, e.set.B
@@ -53,6 +66,11 @@ func (e *Estimator) Tile(ctx context.Context, grad, u []float64, offset int, rng
 				ke = min(T, ks+S)
 			}
 			w := ssm.Window{Start: max(0, ks-B), End: min(T, ke+B), KeepStart: ks, KeepEnd: ke}
+			block++
+			if (block-1)%parts != part {
+				ks = ke
+				continue
+			}
 			l, err := e.Fixed(ctx, g, u, j, w, rng)
 			if err != nil {
 				return 0, fmt.Errorf("gradient: tile of sequence %d, window [%d,%d): %w", j, w.Start, w.End, err)

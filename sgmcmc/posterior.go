@@ -374,7 +374,7 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 		copy(x[i*f.dim:(i+1)*f.dim], pooled[j*f.dim:(j+1)*f.dim])
 	}
 	scores := make([]float64, K*f.dim)
-	err := f.parallel(K, f.gset, func(est *gradient.Estimator, i int) error {
+	err := f.parallel(K, f.tileSet(), func(est *gradient.Estimator, i int) error {
 		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<44+uint64(i)))
 		u, g := x[i*f.dim:(i+1)*f.dim], scores[i*f.dim:(i+1)*f.dim]
 		if _, err := est.Tile(ctx, g, u, rng.IntN(f.s.S), rng, nil); err != nil {

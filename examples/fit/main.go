@@ -58,7 +58,7 @@ type config struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{set: sgmcmc.FitSettings{S: 40, N: 1000, WarmUp: 300, Thin: 1, Chains: 4, Seed: 1, KSDDraws: 50, Progress: stderr}}
+	c := &config{set: sgmcmc.FitSettings{S: 40, N: 1000, WarmUp: 300, Thin: 1, Chains: 4, Seed: 1, Progress: stderr}}
 	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
