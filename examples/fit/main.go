@@ -3,10 +3,11 @@
 //
 // With no flags it fits the stochastic volatility model to the bundled DAX
 // daily log-returns (testdata/dax_returns.csv, T = 1859): buffered
-// subsequences S = 40, B = 10, N = 1000 particles moved by the SVM's guided
-// proposal, control-variate gradients around the posterior mode, SGLD with
-// an adapted metric and the injected noise corrected for the gradient noise,
-// 4 chains. It prints per natural parameter the posterior mean, sd, 5/50/95%
+// subsequences S = 40, B = 40 filtered by the deterministic grid filter
+// (models with a scalar state; GARCH and vector states use N = 1000
+// particles, B = 10), second-order control-variate gradients around the
+// posterior mode, SGLD with an adapted metric and the injected noise
+// corrected for the gradient noise, 4 chains. It prints per natural parameter the posterior mean, sd, 5/50/95%
 // quantiles, bulk and tail ESS, R-hat and MCSE, the KSD, and every warning
 // (R-hat > 1.01, ESS < 400, stopped chains, interrupts). Ctrl-C (SIGINT) or
 // SIGTERM stops the chains and prints the summary of the draws so far.
