@@ -58,7 +58,7 @@ Flags:
 	tau := fs.Float64("tau", 0.5, "true tau")
 	// The fit's flags (-S -B -N -iters -chains -seed -q ...), with these
 	// defaults; sgmcmc.Fit checks their values.
-	set := sgmcmc.FitSettings{S: 40, B: 10, N: 300, Chains: 4, Seed: 1, Progress: stderr}
+	set := sgmcmc.FitSettings{S: 40, N: 300, Chains: 4, Seed: 1, Progress: stderr}
 	set.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
