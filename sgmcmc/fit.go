@@ -202,6 +202,7 @@ type fit struct {
 	short int               // the shortest sequence's length
 	total int               // the number of observations
 	scale float64           // nonzero in a subset's fit: its scores are scaled by it
+	warm  []float64         // the warm-up's end
 	log   func(format string, a ...any)
 
 	prep Preparation
@@ -756,16 +757,38 @@ func (f *fit) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	p := f.dim
 	u0 := f.u0
 	f.log("warm-up: %d Adam iterations from the starting point", f.s.WarmUp)
 	u, err := f.warmUp(ctx, u0)
 	if err != nil {
 		return err
 	}
+	f.warm = u
 	if err := f.chooseFilter(u); err != nil {
 		return err
 	}
+	err = f.prepareAt(ctx, u)
+	if err != nil && f.gset.Grid.Nodes > 0 && f.s.Filter == AutoFilter && ctx.Err() == nil {
+		// The grid was chosen at the warm-up's end; data such as runs of
+		// exact zeros can drive the filter's mass off it elsewhere.
+		f.log("the grid filter failed (%v): particle filters with N = %d instead", err, f.s.N)
+		f.setGrid(pf.Grid{})
+		err = f.prepareAt(ctx, u)
+	}
+	if err != nil {
+		return err
+	}
+	f.prep.Seconds = time.Since(t0).Seconds()
+	if f.s.Checkpoint != "" {
+		return f.savePreparation()
+	}
+	return nil
+}
+
+// prepareAt is the preparation from the warm-up's end u: Newton steps, the
+// anchor, the Jacobian, the noise and the step.
+func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
+	p := f.dim
 	passes := 4
 	if f.deterministic() {
 		passes = 1
@@ -861,14 +884,7 @@ func (f *fit) prepare(ctx context.Context) error {
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 
-	if err := f.measureNoise(ctx); err != nil {
-		return err
-	}
-	f.prep.Seconds = time.Since(t0).Seconds()
-	if f.s.Checkpoint != "" {
-		return f.savePreparation()
-	}
-	return nil
+	return f.measureNoise(ctx)
 }
 
 // jacobian returns J = ∂ĝ_full/∂u at u (row-major, J[i*p+k] = ∂ĝ_i/∂u_k)
@@ -1042,33 +1058,31 @@ func (f *fit) lineSearch(ctx context.Context, u, l, z []float64, t0 *tiling, str
 		return v, t, err
 	}
 	d0 := slope(t0, u)
-	v1, t1, err := at(1)
+	// A trial that fails (outside the parameter space, or a filter that
+	// breaks down at absurd parameters) is too far: halve it.
+	s1 := 1.0
+	v1, t1, err := at(s1)
+	for k := 0; err != nil && ctx.Err() == nil && k < 40; k++ {
+		s1 /= 2
+		v1, t1, err = at(s1)
+	}
 	if err != nil {
-		var pe *ssm.ParamError
-		if !errors.As(err, &pe) {
-			return nil, nil, stream, err
-		}
-		// Outside the parameter space: half the step.
-		if v1, t1, err = at(0.5); err != nil {
-			return nil, nil, stream, err
-		}
-		return v1, t1, stream, nil
+		return nil, nil, stream, err
 	}
 	d1 := slope(t1, v1)
 	if !(d0 > 0) || d0-d1 <= 0 {
 		return v1, t1, stream, nil
 	}
-	s := min(4, d0/(d0-d1))
-	if math.Abs(s-1) < 0.1 {
+	s := min(4, d0/(d0-d1)) * s1
+	if math.Abs(s-s1) < 0.1*s1 {
 		return v1, t1, stream, nil
 	}
 	v2, t2, err := at(s)
 	if err != nil {
-		var pe *ssm.ParamError
-		if errors.As(err, &pe) {
-			return v1, t1, stream, nil
+		if ctx.Err() != nil {
+			return nil, nil, stream, err
 		}
-		return nil, nil, stream, err
+		return v1, t1, stream, nil
 	}
 	return v2, t2, stream, nil
 }
@@ -1149,10 +1163,14 @@ func (f *fit) gridAt(u []float64) (pf.Grid, error) {
 	return pf.GridFor(k, u, f.model.Dims(), f.data, rand.New(rand.NewPCG(f.s.Seed, 1<<39)))
 }
 
+// setGrid puts every estimator on grid g (Nodes 0: back on particles).
 func (f *fit) setGrid(g pf.Grid) {
 	for _, set := range []*gradient.Settings{&f.gset, &f.cvset, &f.aset} {
 		set.Grid = g
 		set.B = f.gridB
+		if g.Nodes == 0 {
+			set.B = f.s.B
+		}
 	}
 }
 

@@ -156,7 +156,7 @@ func TestFitResume(t *testing.T) {
 // BenchmarkFit times whole fits at fixed iterations (Iterations 1000 and
 // three adaptation windows of 100 per chain, 4 chains, no KSD) on the
 // simulated LGSSM series: exact Kalman gradients, a particle filter and
-// the grid filter.
+// the grid filter on one and on two workers (the parallel throughput).
 func BenchmarkFit(b *testing.B) {
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
 	if err != nil {
@@ -169,7 +169,8 @@ func BenchmarkFit(b *testing.B) {
 	}{
 		{"lgssm/kalman", sgmcmc.FitSettings{Exact: true}},
 		{"lgssm/pf/N=200", sgmcmc.FitSettings{N: 200, Filter: sgmcmc.ParticleFilter}},
-		{"lgssm/grid", sgmcmc.FitSettings{Filter: sgmcmc.GridFilter}},
+		{"lgssm/grid/workers=1", sgmcmc.FitSettings{Filter: sgmcmc.GridFilter, Workers: 1}},
+		{"lgssm/grid/workers=2", sgmcmc.FitSettings{Filter: sgmcmc.GridFilter, Workers: 2}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s := c.set
