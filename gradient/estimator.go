@@ -411,7 +411,7 @@ func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.W
 
 // maxGridEdge is the filter mass on a grid's outermost nodes above which
 // a window's grid gradient is refused: the mass beyond the grid is lost.
-const maxGridEdge = 1e-6
+const maxGridEdge = 1e-4
 
 // Deterministic reports whether a window's gradient involves no random
 // numbers (Settings.Exact or Settings.Grid): only the subsequence draw is

@@ -78,11 +78,11 @@ type GridFilter struct {
 	pairP []float64
 	pairH []float64
 
-	// The band at the current parameters and at the previous ones: a
-	// control variate alternates between u and u*, and rebuilding costs
-	// G² transition densities.
+	// The band at the current parameters and at the two previous ones: a
+	// second-order control variate cycles through u, u* and u* + sδ, and
+	// rebuilding costs G² transition densities.
 	*gridBand
-	spare *gridBand
+	spare [2]*gridBand
 
 	pi, piT         []float64 // filter weights and π(i)·T(i,k) (G×p)
 	tstat           []float64 // T(j,k), G×p
@@ -108,7 +108,7 @@ func NewGridFilter(g Grid) (*GridFilter, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	f := &GridFilter{grid: g, z: make([]float64, g.Nodes), gridBand: &gridBand{}, spare: &gridBand{}}
+	f := &GridFilter{grid: g, z: make([]float64, g.Nodes), gridBand: &gridBand{}, spare: [2]*gridBand{{}, {}}}
 	dz := g.Spacing()
 	for i := range f.z {
 		f.z[i] = g.Lo + float64(i)*dz
@@ -131,7 +131,7 @@ func checkGridKernel(k ssm.Kernel, d ssm.Dims) error {
 }
 
 // bind builds the transition band for kernel k at parameters u, unless
-// they are those of one of the two previous calls. u identifies the
+// they are those of one of the three previous calls. u identifies the
 // parameters because kernels may be re-targeted in place (ssm.Rebinder):
 // a GridFilter serves one model.
 func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
@@ -143,7 +143,22 @@ func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
 	if f.p == p && f.u != nil && slices.Equal(f.u, u) {
 		return
 	}
-	f.gridBand, f.spare = f.spare, f.gridBand
+	// Least recently used last: current → spare[0] → spare[1].
+	hit := -1
+	for i, b := range f.spare {
+		if b.p == p && b.u != nil && slices.Equal(b.u, u) {
+			hit = i
+		}
+	}
+	if hit < 0 {
+		hit = 1 // rebuild the least recently used
+	}
+	b := f.spare[hit]
+	if hit == 1 {
+		f.spare[1] = f.spare[0]
+	}
+	f.spare[0] = f.gridBand
+	f.gridBand = b
 	if f.p == p && f.u != nil && slices.Equal(f.u, u) {
 		return
 	}
@@ -450,7 +465,7 @@ func (f *GridFilter) moments() (mean, sd float64) {
 }
 
 // GridFor chooses a grid for kernel k (bound at u, typically the posterior
-// mode) and the data: the range is the mean of ν_0 ± 8 of its standard
+// mode) and the data: the range is the mean of ν_0 ± 10 of its standard
 // deviations and the spacing half the smallest of the transition's
 // standard deviation (at three points of ν_0) and the filter's (its 1%
 // quantile over the data, run on the grid itself), so that the
@@ -485,7 +500,7 @@ func GridFor(k ssm.Kernel, u []float64, d ssm.Dims, data ssm.Dataset, rng *rand.
 	if math.IsInf(dz, 1) {
 		return Grid{}, fmt.Errorf("%w: the transition has no spread", ErrGrid)
 	}
-	half := 8 * s
+	half := 10 * s
 	for range 4 {
 		g, err := gridSpan(m-half, m+half, dz)
 		if err != nil {
