@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -100,7 +102,7 @@ type gridBand struct {
 	off    []int
 	band   []float64
 	diag   []float64 // G×p transition score at (z_j, z_j), to isolate the emission score
-	logNu0 []float64 // normalised log ν_0 at the nodes
+	nu0    []float64 // normalised ν_0 weights at the nodes
 }
 
 // NewGridFilter returns a grid filter on g.
@@ -176,7 +178,7 @@ func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
 	}
 	if f.lo == nil {
 		f.lo, f.hi, f.off = make([]int, G), make([]int, G), make([]int, G+1)
-		f.logNu0 = make([]float64, G)
+		f.nu0 = make([]float64, G)
 	}
 	// Column j of log K: log p(z_j | z_i) for every i.
 	f.col = slices.Grow(f.col[:0], G)[:G]
@@ -247,17 +249,20 @@ func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
 			n++
 		}
 	}
+	// ν_0 at the nodes, normalised to sum to 1 (computed in logs: the
+	// stationary law of a persistent state is sharp at the nodes' scale).
 	m := math.Inf(-1)
 	for i := range f.z {
-		f.logNu0[i] = k.LogInitial(f.z[i : i+1])
-		m = max(m, f.logNu0[i])
+		f.nu0[i] = k.LogInitial(f.z[i : i+1])
+		m = max(m, f.nu0[i])
 	}
 	s := 0.0
-	for _, v := range f.logNu0 {
-		s += math.Exp(v - m)
+	for i, v := range f.nu0 {
+		f.nu0[i] = math.Exp(v - m)
+		s += f.nu0[i]
 	}
-	for i := range f.logNu0 {
-		f.logNu0[i] -= m + math.Log(s)
+	for i := range f.nu0 {
+		f.nu0[i] /= s
 	}
 }
 
@@ -274,7 +279,8 @@ func (f *GridFilter) ensure(p int) {
 type GridResult struct {
 	LogLik float64 // log p(y_window | u) of the grid's hidden Markov model
 	// Edge is the largest filter mass on the two outermost nodes over the
-	// window: above about 1e−6 the grid is too narrow for these data.
+	// window: the mass beyond them is lost (gradient.Estimator refuses a
+	// window above 1e−4).
 	Edge float64
 }
 
@@ -306,9 +312,7 @@ func (f *GridFilter) Run(ctx context.Context, k ssm.Kernel, u []float64, d ssm.D
 	f.ensure(p)
 	G := len(f.z)
 	statOn := p > 0 && w.KeepStart < w.KeepEnd
-	for i, v := range f.logNu0 {
-		f.pi[i] = math.Exp(v)
-	}
+	copy(f.pi, f.nu0)
 	clear(f.tstat)
 	if statOn && w.KeepsInitial() {
 		h.Add(f.tstat, w.Weight(0), nil, f.z, nil)
@@ -481,7 +485,7 @@ func GridFor(k ssm.Kernel, u []float64, d ssm.Dims, data ssm.Dataset, rng *rand.
 	const M = 4000
 	x := make([]float64, M)
 	k.SampleInitial(x, rng)
-	m, s := meanSD(x)
+	m, s := stat.MeanStdDev(x, nil)
 	if !(s > 0) || math.IsInf(s, 0) {
 		return Grid{}, fmt.Errorf("%w: the initial law's standard deviation is %v", ErrGrid, s)
 	}
@@ -492,7 +496,7 @@ func GridFor(k ssm.Kernel, u []float64, d ssm.Dims, data ssm.Dataset, rng *rand.
 			prev[i] = at
 		}
 		k.SampleTransition(x[:len(prev)], prev, rng)
-		_, sd := meanSD(x[:len(prev)])
+		_, sd := stat.MeanStdDev(x[:len(prev)], nil)
 		if sd > 0 {
 			dz = min(dz, sd/gridPerSD)
 		}
@@ -562,9 +566,7 @@ func scanGrid(k ssm.Kernel, u []float64, d ssm.Dims, g Grid, data ssm.Dataset) (
 			f.bind(k, u, nil, d)
 			f.h = nil
 			f.ensure(0)
-			for i, v := range f.logNu0 {
-				f.pi[i] = math.Exp(v)
-			}
+			copy(f.pi, f.nu0)
 			for t := w.Start; t < w.End; t++ {
 				if _, err := f.step(seq.At(t), false, 0, 0); err != nil {
 					return 0, 0, fmt.Errorf("%w: observation row %d: %v", ErrGrid, t, err)
@@ -577,15 +579,4 @@ func scanGrid(k ssm.Kernel, u []float64, d ssm.Dims, g Grid, data ssm.Dataset) (
 	}
 	slices.Sort(sds)
 	return sds[len(sds)/100], edge, nil
-}
-
-func meanSD(x []float64) (mean, sd float64) {
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	for _, v := range x {
-		sd += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(x)-1))
 }

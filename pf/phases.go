@@ -158,36 +158,9 @@ func (f *Filter) propagate(r *run, prev, y []float64, rng *rand.Rand) {
 // and f.w, f.wsum, the log-likelihood and the ESS are updated. It reports
 // false when every weight is zero, infinite or NaN.
 func (f *Filter) reweight(r *run) bool {
-	m := math.Inf(-1)
-	lw := f.logw
-	for i, v := range lw {
-		if v != v {
-			lw[i] = math.Inf(-1)
-			continue
-		}
-		if v > m {
-			m = v
-		}
-	}
+	m, sum, sum2 := expWeights(f.w[:len(f.logw)], f.logw)
 	if math.IsInf(m, 0) {
 		return false
-	}
-	// Shift, exponentiate and sum in one pass. After the shift every
-	// lw ≤ 0, so only the lower end of ExpCore's range needs a check.
-	wv := f.w[:len(lw)]
-	sum, sum2 := 0.0, 0.0
-	for i, v := range lw {
-		v -= m
-		lw[i] = v
-		e := 0.0
-		if v >= -708 {
-			e = fmath.ExpCore(v)
-		} else {
-			e = math.Exp(v)
-		}
-		wv[i] = e
-		sum += e
-		sum2 += e * e
 	}
 	ls := math.Log(sum)
 	r.ll += m + ls - r.carry
@@ -198,6 +171,42 @@ func (f *Filter) reweight(r *run) bool {
 		r.minESS = r.ess
 	}
 	return true
+}
+
+// expWeights shifts the log-weights lw to a maximum of 0 and sets w to
+// their exponentials, one exp per particle; NaN log-weights become −Inf.
+// It returns the maximum m (±Inf when no weight is finite and positive),
+// Σw and Σw². The filter and the state sampler share it.
+func expWeights(w, lw []float64) (m, sum, sum2 float64) {
+	m = math.Inf(-1)
+	for i, v := range lw {
+		if v != v {
+			lw[i] = math.Inf(-1)
+			continue
+		}
+		if v > m {
+			m = v
+		}
+	}
+	if math.IsInf(m, 0) {
+		return m, 0, 0
+	}
+	// After the shift every lw ≤ 0, so only the lower end of ExpCore's
+	// range needs a check.
+	for i, v := range lw {
+		v -= m
+		lw[i] = v
+		e := 0.0
+		if v >= -708 {
+			e = fmath.ExpCore(v)
+		} else {
+			e = math.Exp(v)
+		}
+		w[i] = e
+		sum += e
+		sum2 += e * e
+	}
+	return m, sum, sum2
 }
 
 // accumulate adds row t's term (weight wt, zero unless kept) to the

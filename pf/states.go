@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -322,34 +321,10 @@ func (st *States) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Seq
 			k.SampleTransition(cur, prev, rng)
 			k.AddLogEmission(st.logw, y, cur)
 		}
-		m := math.Inf(-1)
-		lw := st.logw
-		for i, v := range lw {
-			if v != v {
-				lw[i] = math.Inf(-1)
-				continue
-			}
-			if v > m {
-				m = v
-			}
-		}
+		wv, _ := st.weights(g)
+		m, sum, sum2 := expWeights(wv[:len(st.logw)], st.logw)
 		if math.IsInf(m, 0) {
 			return 0, &DegeneracyError{T: t, Start: w.Start, End: w.End}
-		}
-		wv, _ := st.weights(g)
-		sum, sum2 := 0.0, 0.0
-		for i, v := range lw {
-			v -= m
-			lw[i] = v
-			e := 0.0
-			if v >= -708 {
-				e = fmath.ExpCore(v)
-			} else {
-				e = math.Exp(v)
-			}
-			wv[i] = e
-			sum += e
-			sum2 += e * e
 		}
 		if !st.store {
 			st.wsum[g&1] = sum

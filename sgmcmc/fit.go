@@ -768,11 +768,7 @@ func (f *fit) prepare(ctx context.Context) error {
 		return err
 	}
 	err = f.prepareAt(ctx, u)
-	if err != nil && f.gset.Grid.Nodes > 0 && f.s.Filter == AutoFilter && ctx.Err() == nil {
-		// The grid was chosen at the warm-up's end; data such as runs of
-		// exact zeros can drive the filter's mass off it elsewhere.
-		f.log("the grid filter failed (%v): particle filters with N = %d instead", err, f.s.N)
-		f.setGrid(pf.Grid{})
+	if f.toParticles(ctx, err, "preparation") {
 		err = f.prepareAt(ctx, u)
 	}
 	if err != nil {
@@ -823,7 +819,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		if jac, err = f.jacobian(ctx, u, stream); err != nil {
 			return err
 		}
-		stream += uint64(2 * p)
+		stream++
 	}
 	own := t // the chains' own filter's tiled score at u
 	if !f.deterministic() {
@@ -894,24 +890,14 @@ func (f *fit) jacobian(ctx context.Context, u []float64, stream uint64) ([]float
 	p := f.dim
 	const eta = 1e-4
 	cols := make([][]float64, 2*p)
-	err := f.parallel(2*p, f.tileSet(), func(est *gradient.Estimator, i int) error {
+	for i := range cols {
 		v := append([]float64(nil), u...)
-		if i%2 == 0 {
-			v[i/2] += eta
-		} else {
-			v[i/2] -= eta
+		v[i/2] += eta * float64(1-2*(i%2)) // +η, then −η
+		t, err := f.tile(ctx, v, 1, stream, f.tileSet())
+		if err != nil {
+			return nil, fmt.Errorf("sgmcmc: Jacobian of the full-data score: %w", err)
 		}
-		rng := rand.New(rand.NewPCG(f.s.Seed, stream))
-		offset := rng.IntN(max(f.s.S, 1))
-		g := make([]float64, p)
-		if _, err := est.Tile(ctx, g, v, offset, nil, nil); err != nil {
-			return err
-		}
-		cols[i] = g
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sgmcmc: Jacobian of the full-data score: %w", err)
+		cols[i] = t.mean
 	}
 	j := make([]float64, p*p)
 	for k := range p {
@@ -1161,6 +1147,22 @@ func (f *fit) gridAt(u []float64) (pf.Grid, error) {
 		return pf.Grid{}, err
 	}
 	return pf.GridFor(k, u, f.model.Dims(), f.data, rand.New(rand.NewPCG(f.s.Seed, 1<<39)))
+}
+
+// toParticles reports whether a failure err on the grid filter is to be
+// retried on particle filters (AutoFilter, not cancelled), and switches
+// to them if so. The grid is chosen at the warm-up's end and the mode;
+// data such as returns with every other day exactly 0 drive the chains
+// where the filter's mass leaves it (σ 17, τ 0.01), which particles, with
+// no edges, survive.
+func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
+	if err == nil || f.gset.Grid.Nodes == 0 || f.s.Filter != AutoFilter || ctx.Err() != nil || f.warm == nil {
+		return false
+	}
+	f.log("the grid filter failed during the %s (%v): particle filters with N = %d instead", stage, err, f.s.N)
+	f.setGrid(pf.Grid{})
+	f.prep.Jacobian = nil
+	return true
 }
 
 // setGrid puts every estimator on grid g (Nodes 0: back on particles).

@@ -17,7 +17,6 @@ import (
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
-	"github.com/pbsgmcmc/pbsgmcmc/pf"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -94,15 +93,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	natural := func(dst, u []float64) { f.model.Constrain(dst, u) }
 	if pr.Starts == nil {
 		err := f.adapt(ctx)
-		if err != nil && f.gset.Grid.Nodes > 0 && f.s.Filter == AutoFilter && ctx.Err() == nil && f.warm != nil {
-			// The adaptation's chains reached parameters where the grid
-			// no longer holds the filter's mass (measured: returns with
-			// every other day exactly 0 drive σ to 17 and τ to 0.01).
-			// Nothing has reached the user's recorder yet: start again on
-			// particles, which have no edges.
-			f.log("the grid filter failed during the adaptation (%v): particle filters with N = %d instead", err, f.s.N)
-			f.setGrid(pf.Grid{})
-			f.prep.Jacobian = nil
+		// Nothing has reached the user's recorder yet: a grid that fails
+		// here can still give way to particles.
+		if f.toParticles(ctx, err, "adaptation") {
 			if err = f.prepareAt(ctx, f.warm); err == nil {
 				err = f.adapt(ctx)
 			}
