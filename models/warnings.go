@@ -1,0 +1,84 @@
+package models
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// DataWarnings returns what the data say against fitting model m with its
+// default prior, one sentence per problem, or nil when nothing is amiss:
+//
+//   - a series whose observed values are all equal (or that has none)
+//     carries no information about the dynamics of any model;
+//   - the default priors of LGSSM, SVM and GARCH (σ², τ² ~ InvGamma(2,
+//     0.5)) are not scale-free: they assume data on a unit scale, such as
+//     returns in percent, and the data's sd should lie in [0.1, 10];
+//   - GARCH's default μ ~ Uniform(0, 2) bounds the stationary variance of
+//     x_t by 2, so the data's variance should not exceed 2.
+//
+// The scale checks apply to LGSSM, SVM and GARCH values (or pointers) with
+// a nil Prior; a model with a prior of its own, or of another type, gets
+// only the first check. The sd and variance pool every observed (non-NaN)
+// value of every sequence and component, so DataWarnings reads all the
+// data once (a memory-mapped sequence is paged in).
+func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
+	var n, mean, m2, first float64 // Welford's running mean and sum of squared deviations
+	constant := true
+	for _, seq := range data.Sequences {
+		for _, y := range seq.Y {
+			if math.IsNaN(y) {
+				continue
+			}
+			if n++; n == 1 {
+				first = y
+			}
+			constant = constant && y == first
+			d := y - mean
+			mean += d / n
+			m2 += d * (y - mean)
+		}
+	}
+	switch {
+	case n == 0:
+		return []string{"the data hold no observed values: the posterior is the prior's"}
+	case constant:
+		return []string{"the data are constant: they carry no information about the dynamics, and the posterior is the prior's"}
+	}
+	defaultPrior, garch := usesDefaultPrior(m)
+	if !defaultPrior {
+		return nil
+	}
+	v := m2 / (n - 1)
+	sd := math.Sqrt(v)
+	switch {
+	case sd < 0.1 || sd > 10:
+		return []string{fmt.Sprintf("the data's sd is %.3g, but the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) "+
+			"assume data on a unit scale (e.g. returns in percent): rescale the data, or the posterior reflects the prior", sd)}
+	case garch && v > 2:
+		return []string{fmt.Sprintf("the data's variance is %.3g, but the default GARCH prior mu ~ Uniform(0, 2) bounds the "+
+			"stationary variance of x_t by 2: rescale the data", v)}
+	}
+	return nil
+}
+
+// usesDefaultPrior reports whether m is an LGSSM, SVM or GARCH with its
+// default prior, and whether it is a GARCH.
+func usesDefaultPrior(m ssm.Model) (ok, garch bool) {
+	switch m := m.(type) {
+	case LGSSM:
+		return m.Prior == nil, false
+	case *LGSSM:
+		return m != nil && m.Prior == nil, false
+	case SVM:
+		return m.Prior == nil, false
+	case *SVM:
+		return m != nil && m.Prior == nil, false
+	case GARCH:
+		return m.Prior == nil, true
+	case *GARCH:
+		return m != nil && m.Prior == nil, true
+	}
+	return false, false
+}

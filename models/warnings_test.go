@@ -1,0 +1,50 @@
+package models_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+func TestDataWarnings(t *testing.T) {
+	data := func(seqs ...[]float64) ssm.Dataset {
+		var d ssm.Dataset
+		for _, y := range seqs {
+			d.Sequences = append(d.Sequences, ssm.Sequence{Obs: 1, Y: y})
+		}
+		return d
+	}
+	nan := math.NaN()
+	custom := models.DefaultSVMPrior()
+	for _, c := range []struct {
+		name  string
+		model ssm.Model
+		data  ssm.Dataset
+		want  string // the warning, "" for none
+	}{
+		{"unit scale", models.SVM{}, data([]float64{1, -1, 0.5, -0.5}), ""},
+		// sd of (0.01, -0.01, 0.005) is 0.01041 (n − 1 denominator).
+		{"returns as fractions", models.SVM{}, data([]float64{0.01, -0.01, 0.005}), "the data's sd is 0.0104, but the default priors"},
+		{"pointer model", &models.LGSSM{}, data([]float64{100, -100, 50}), "the data's sd is 104, but the default priors"},
+		// Pooled over sequences, NaN skipped: 2, −2, 1.5, −1.5 have variance 4.167.
+		{"GARCH variance", models.GARCH{}, data([]float64{2, nan, -2}, []float64{1.5, -1.5}), "the data's variance is 4.17, but the default GARCH prior"},
+		{"same data, SVM", models.SVM{}, data([]float64{2, nan, -2}, []float64{1.5, -1.5}), ""},
+		{"constant", models.SVM{}, data([]float64{0, 0, nan}, []float64{0}), "the data are constant"},
+		{"constant, any model", ssm.Model(nil), data([]float64{3, 3}), "the data are constant"},
+		{"nothing observed", models.GARCH{}, data([]float64{nan, nan}), "the data hold no observed values"},
+		// A prior of one's own, or a model of another type: no scale check.
+		{"custom prior", models.SVM{Prior: custom}, data([]float64{0.01, -0.01, 0.005}), ""},
+		{"other model", models.LGSSMd{}, data([]float64{100, -100, 50}), ""},
+	} {
+		got := models.DataWarnings(c.model, c.data)
+		switch {
+		case c.want == "" && got != nil:
+			t.Errorf("%s: warnings %q, want none", c.name, got)
+		case c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)):
+			t.Errorf("%s: warnings %q, want one starting %q", c.name, got, c.want)
+		}
+	}
+}

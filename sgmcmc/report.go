@@ -1,0 +1,118 @@
+package sgmcmc
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// JSONFloat is a float64 that encoding/json writes in the shortest form
+// that reads back exactly (strconv 'g', -1), and as null when it is NaN or
+// ±Inf, which JSON cannot hold (encoding/json refuses a plain float64
+// holding them). A null decodes as no change to the value.
+type JSONFloat float64
+
+// MarshalJSON implements json.Marshaler.
+func (v JSONFloat) MarshalJSON() ([]byte, error) {
+	if f := float64(v); !math.IsNaN(f) && !math.IsInf(f, 0) {
+		return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+	}
+	return []byte("null"), nil
+}
+
+// ParamJSON is a ParamSummary ready for encoding/json: snake_case names,
+// and null for an undefined diagnostic (the ESS or R-hat of too few draws).
+type ParamJSON struct {
+	Name    string    `json:"name"`
+	Mean    JSONFloat `json:"mean"`
+	SD      JSONFloat `json:"sd"`
+	Q05     JSONFloat `json:"q05"`
+	Q50     JSONFloat `json:"q50"`
+	Q95     JSONFloat `json:"q95"`
+	BulkESS JSONFloat `json:"bulk_ess"`
+	TailESS JSONFloat `json:"tail_ess"`
+	Rhat    JSONFloat `json:"rhat"`
+	MCSE    JSONFloat `json:"mcse"`
+}
+
+// PosteriorReport is the summary of a Posterior with its diagnostics and
+// the figures of its run, ready for encoding/json (Posterior.Report). A
+// program adds its own members by embedding it in a struct without a tag:
+// encoding/json then writes these fields in place, in this order.
+type PosteriorReport struct {
+	Gradient   string      `json:"gradient"`    // the estimator the chains used
+	Params     []ParamJSON `json:"params"`      // Posterior.Summary
+	KSD        JSONFloat   `json:"ksd"`         // Posterior.KSD.KSD, null when not computed
+	Step       float64     `json:"step"`        // Preparation.StepSize (posterior scale)
+	NoiseRatio []float64   `json:"noise_ratio"` // Preparation.NoiseRatio
+	Iters      int         `json:"iters"`       // sampling iterations per chain
+	AdaptIters int         `json:"adapt_iters"` // adaptation iterations per chain (Posterior.BurnIn)
+	Seconds    float64     `json:"seconds"`     // wall-clock time of the whole fit
+	Chains     int         `json:"chains"`
+	Kept       int         `json:"kept"`     // kept draws over all chains
+	Warnings   []string    `json:"warnings"` // Posterior.Warnings, [] when there are none
+}
+
+// Report returns the posterior's summary, diagnostics and run figures as
+// a PosteriorReport.
+func (p *Posterior) Report() PosteriorReport {
+	r := PosteriorReport{
+		Gradient: p.Preparation.Gradient.String(), KSD: JSONFloat(math.NaN()),
+		Step: p.Preparation.StepSize, NoiseRatio: p.Preparation.NoiseRatio(),
+		Iters: p.Iterations, AdaptIters: p.BurnIn, Seconds: p.Total.Seconds(),
+		Chains: len(p.U), Kept: p.Draws(), Warnings: p.Warnings,
+	}
+	for _, s := range p.Summary() {
+		r.Params = append(r.Params, ParamJSON{s.Name, JSONFloat(s.Mean), JSONFloat(s.SD), JSONFloat(s.Q05), JSONFloat(s.Q50),
+			JSONFloat(s.Q95), JSONFloat(s.BulkESS), JSONFloat(s.TailESS), JSONFloat(s.Rhat), JSONFloat(s.MCSE)})
+	}
+	if p.KSD != nil {
+		r.KSD = JSONFloat(p.KSD.KSD)
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	return r
+}
+
+// NoiseRatio returns NoiseCV[i,i] / NoisePlain[i,i] per coordinate of u:
+// the factor by which the control variate reduces the variance of the
+// gradient noise (nil before the noise is measured).
+func (pr Preparation) NoiseRatio() []float64 {
+	p := len(pr.Mode)
+	if len(pr.NoiseCV) < p*p || len(pr.NoisePlain) < p*p {
+		return nil
+	}
+	r := make([]float64, p)
+	for i := range r {
+		r[i] = pr.NoiseCV[i*p+i] / pr.NoisePlain[i*p+i]
+	}
+	return r
+}
+
+// WriteDiagnostics writes what follows the summary table (WriteText) in a
+// report of the fit: the KSD (when computed), the step size, the
+// autocorrelation time and the iterations, the gradient noise ratio, the
+// times taken, and every warning on a line "warning: ...".
+func (p *Posterior) WriteDiagnostics(w io.Writer) error {
+	pr := p.Preparation
+	var b strings.Builder
+	if p.KSD != nil {
+		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores by tiling)\n", p.KSD.KSD, p.KSD.N)
+	}
+	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %d sampling iterations per chain\n",
+		pr.StepSize, pr.IAT, p.BurnIn, p.Iterations)
+	ratio := make([]string, 0, len(pr.Mode))
+	for _, x := range pr.NoiseRatio() {
+		ratio = append(ratio, fmt.Sprintf("%.3g", x))
+	}
+	fmt.Fprintf(&b, "gradient noise variance per coordinate of u, control variate / plain: [%s] (at the chains' states)\n", strings.Join(ratio, " "))
+	fmt.Fprintf(&b, "preparation %.1f s, sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())
+	for _, warn := range p.Warnings {
+		fmt.Fprintln(&b, "warning:", warn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,215 @@
+package ssm
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// CSVColumn picks one column of a CSV file with several columns (a date
+// and a return, say) as a one-component sequence. Exactly one of Name and
+// Index must be set; ParseCSVColumn makes one from a command-line string.
+type CSVColumn struct {
+	// Name is the header name of the column. The first row is then always
+	// a header, and must hold this name (after trimming whitespace)
+	// exactly once.
+	Name string
+	// Index is the 1-based index of the column, used when Name is "". The
+	// first row is then a header when its cell in the column is neither a
+	// number nor a missing marker and does not start with a digit, a sign
+	// or '.' (as in ReadCSV).
+	Index int
+}
+
+// ParseCSVColumn reads a column choice as a command line gives it: an
+// integer is a 1-based index (it must be at least 1), anything else a
+// header name (whitespace around it is ignored).
+func ParseCSVColumn(spec string) (CSVColumn, error) {
+	spec = strings.TrimSpace(spec)
+	if k, err := strconv.Atoi(spec); err == nil {
+		if k < 1 {
+			return CSVColumn{}, fmt.Errorf("ssm: column index %d: columns count from 1", k)
+		}
+		return CSVColumn{Index: k}, nil
+	}
+	if spec == "" {
+		return CSVColumn{}, errors.New("ssm: empty column name")
+	}
+	return CSVColumn{Name: spec}, nil
+}
+
+// Read reads the column from r. Cells are read as in ReadCSV: "", "NA"
+// and "NaN" (any case) mark a missing value and become NaN, blank lines
+// are skipped, a leading UTF-8 byte order mark is ignored. Rows may have
+// different numbers of cells (the other columns are not read), but every
+// row must reach the column. A non-numeric or infinite cell in the column,
+// a row too short to hold it, a name missing from the header or held by
+// more than one column, an index beyond the first row, input with no data
+// rows or a CSV syntax error gives a *ParseError naming the line of the
+// input and the 1-based column of the file. A CSVColumn with neither or
+// both of Name and Index set, or a negative Index, gives an error that does
+// not wrap ErrData. Read never panics.
+func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
+	if (c.Name == "") == (c.Index == 0) || c.Index < 0 {
+		return Sequence{}, fmt.Errorf("ssm: CSVColumn{Name: %q, Index: %d}: set exactly one of Name and a positive Index", c.Name, c.Index)
+	}
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+	rec, err := cr.Read()
+	if err == io.EOF {
+		return Sequence{}, &ParseError{Line: 1, Msg: "empty input: no data rows"}
+	}
+	if err != nil {
+		return Sequence{}, convertCSVError(err)
+	}
+	rec[0] = strings.TrimPrefix(rec[0], "\uFEFF")
+	line, _ := cr.FieldPos(0)
+	lastLine, _ := cr.FieldPos(len(rec) - 1)
+	j, header := c.Index-1, c.Name != ""
+	if header {
+		for i, cell := range rec {
+			if strings.TrimSpace(cell) != c.Name {
+				continue
+			}
+			if j >= 0 {
+				return Sequence{}, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("column %s appears more than once in the header", quoteCell(c.Name))}
+			}
+			j = i
+		}
+		if j < 0 {
+			names := make([]string, len(rec))
+			for i, cell := range rec {
+				names[i] = strings.TrimSpace(cell)
+			}
+			h := strings.Join(names, ",")
+			if len(h) > 200 {
+				h = strings.ToValidUTF8(h[:200], "") + "..."
+			}
+			return Sequence{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header %q", quoteCell(c.Name), h)}
+		}
+	} else {
+		if j >= len(rec) {
+			return Sequence{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column %d: the first row has %d columns", c.Index, len(rec))}
+		}
+		header = looksLikeHeader(rec[j:j+1], -1)
+	}
+	var y []float64
+	for {
+		if !header {
+			if j >= len(rec) {
+				return Sequence{}, &ParseError{Line: line, Column: len(rec) + 1, Msg: fmt.Sprintf("row has %d fields, no column %d", len(rec), j+1)}
+			}
+			v, kind := parseCell(rec[j])
+			if kind != cellNumber && kind != cellMissing {
+				l, _ := cr.FieldPos(j)
+				return Sequence{}, &ParseError{Line: l, Column: j + 1, Msg: kind.message(rec[j])}
+			}
+			y = append(y, v)
+		}
+		header = false
+		if rec, err = cr.Read(); err == io.EOF {
+			break
+		} else if err != nil {
+			return Sequence{}, convertCSVError(err)
+		}
+		line, _ = cr.FieldPos(0)
+		lastLine, _ = cr.FieldPos(len(rec) - 1)
+	}
+	if len(y) == 0 {
+		return Sequence{}, &ParseError{Line: lastLine + 1, Msg: "no data rows after the header (sequence of length 0)"}
+	}
+	return Sequence{Obs: 1, Y: y}, nil
+}
+
+// ReadFile opens the named file and reads the column with Read. Errors are
+// prefixed with the path and still wrap *ParseError and ErrData.
+func (c CSVColumn) ReadFile(path string) (Sequence, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Sequence{}, err
+	}
+	defer f.Close()
+	s, err := c.Read(f)
+	if err != nil {
+		return Sequence{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// DataFile names a file of observations and how to read it: what a
+// command taking its data from a file needs (examples/fit's -data, -id
+// and -col flags).
+type DataFile struct {
+	// Path is a binary sequence file (WriteBinary's format) when it ends
+	// in ".bin", and a CSV file otherwise.
+	Path string
+	// Obs is the number of components per row of a binary file (0 means
+	// 1); a CSV file has as many as it has observation columns.
+	Obs int
+	// ID, when set, names the id column of a CSV file holding several
+	// sequences in long format (ReadCSVDataset).
+	ID string
+	// Column, when set, picks one column of a CSV file by header name or
+	// 1-based index (ParseCSVColumn, CSVColumn).
+	Column string
+}
+
+// Open reads the data set. A binary file is memory-mapped by OpenBinary
+// (nothing is read until a value is used, so a file of 10^8 rows opens in
+// milliseconds); a CSV file is read by ReadCSVFile, ReadCSVDataset (ID) or
+// CSVColumn.ReadFile (Column), with errors prefixed by the path. The
+// returned Closer releases the mapping of a binary file (and does nothing
+// for a CSV file): the data must not be used after Close. ID and Column
+// cannot be combined, and apply to CSV files only.
+func (f DataFile) Open() (Dataset, io.Closer, error) {
+	none := io.Closer(nopCloser{})
+	switch {
+	case f.ID != "" && f.Column != "":
+		return Dataset{}, none, fmt.Errorf("ssm: %s: a DataFile's ID and Column cannot be combined", f.Path)
+	case strings.HasSuffix(f.Path, ".bin"):
+		if f.ID != "" || f.Column != "" {
+			return Dataset{}, none, fmt.Errorf("ssm: %s: ID and Column apply to CSV files, not to a binary file", f.Path)
+		}
+		m, err := OpenBinary(f.Path, max(f.Obs, 1))
+		if err != nil {
+			return Dataset{}, none, err
+		}
+		return Dataset{Sequences: []Sequence{m.Seq()}}, m, nil
+	case f.Column != "":
+		c, err := ParseCSVColumn(f.Column)
+		if err != nil {
+			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		s, err := c.ReadFile(f.Path)
+		return oneSequence(s, err)
+	case f.ID == "":
+		return oneSequence(ReadCSVFile(f.Path))
+	}
+	file, err := os.Open(f.Path)
+	if err != nil {
+		return Dataset{}, none, err
+	}
+	defer file.Close()
+	d, err := ReadCSVDataset(file, f.ID)
+	if err != nil {
+		return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return d, none, nil
+}
+
+func oneSequence(s Sequence, err error) (Dataset, io.Closer, error) {
+	if err != nil {
+		return Dataset{}, nopCloser{}, err
+	}
+	return Dataset{Sequences: []Sequence{s}}, nopCloser{}, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
