@@ -37,6 +37,12 @@ type ParamJSON struct {
 	MCSE    JSONFloat `json:"mcse"`
 }
 
+// JSON returns the row as a ParamJSON.
+func (s ParamSummary) JSON() ParamJSON {
+	return ParamJSON{s.Name, JSONFloat(s.Mean), JSONFloat(s.SD), JSONFloat(s.Q05), JSONFloat(s.Q50),
+		JSONFloat(s.Q95), JSONFloat(s.BulkESS), JSONFloat(s.TailESS), JSONFloat(s.Rhat), JSONFloat(s.MCSE)}
+}
+
 // PosteriorReport is the summary of a Posterior with its diagnostics and
 // the figures of its run, ready for encoding/json (Posterior.Report). A
 // program adds its own members by embedding it in a struct without a tag:
@@ -65,8 +71,7 @@ func (p *Posterior) Report() PosteriorReport {
 		Chains: len(p.U), Kept: p.Draws(), Warnings: p.Warnings,
 	}
 	for _, s := range p.Summary() {
-		r.Params = append(r.Params, ParamJSON{s.Name, JSONFloat(s.Mean), JSONFloat(s.SD), JSONFloat(s.Q05), JSONFloat(s.Q50),
-			JSONFloat(s.Q95), JSONFloat(s.BulkESS), JSONFloat(s.TailESS), JSONFloat(s.Rhat), JSONFloat(s.MCSE)})
+		r.Params = append(r.Params, s.JSON())
 	}
 	if p.KSD != nil {
 		r.KSD = JSONFloat(p.KSD.KSD)

@@ -27,7 +27,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/report"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 )
 
@@ -273,20 +272,6 @@ func writeText(w io.Writer, traces []*trace, s *sgmcmc.DrawSummary, drop int, wa
 	return nil
 }
 
-// jsonParam is one row of the JSON summary, with examples/fit's keys.
-type jsonParam struct {
-	Name    string          `json:"name"`
-	Mean    json.RawMessage `json:"mean"`
-	SD      json.RawMessage `json:"sd"`
-	Q05     json.RawMessage `json:"q05"`
-	Q50     json.RawMessage `json:"q50"`
-	Q95     json.RawMessage `json:"q95"`
-	BulkESS json.RawMessage `json:"bulk_ess"`
-	TailESS json.RawMessage `json:"tail_ess"`
-	Rhat    json.RawMessage `json:"rhat"`
-	MCSE    json.RawMessage `json:"mcse"`
-}
-
 type jsonFile struct {
 	Path   string `json:"path"`
 	Chains []int  `json:"chains"` // chain index
@@ -294,10 +279,9 @@ type jsonFile struct {
 }
 
 func writeJSON(w io.Writer, traces []*trace, s *sgmcmc.DrawSummary, drop int, warnings []string) error {
-	f := func(v float64) json.RawMessage { return json.RawMessage(report.JSONFloat(v)) }
-	var params []jsonParam
+	var params []sgmcmc.ParamJSON
 	for _, r := range s.Params {
-		params = append(params, jsonParam{r.Name, f(r.Mean), f(r.SD), f(r.Q05), f(r.Q50), f(r.Q95), f(r.BulkESS), f(r.TailESS), f(r.Rhat), f(r.MCSE)})
+		params = append(params, r.JSON())
 	}
 	var files []jsonFile
 	for _, t := range traces {
@@ -312,12 +296,12 @@ func writeJSON(w io.Writer, traces []*trace, s *sgmcmc.DrawSummary, drop int, wa
 		warnings = []string{}
 	}
 	return json.NewEncoder(w).Encode(struct {
-		Files      []jsonFile  `json:"files"`
-		Chains     int         `json:"chains"`
-		Kept       int         `json:"kept"`
-		MinDraws   int         `json:"min_draws"`
-		WarmupDrop int         `json:"warmup_drop"`
-		Params     []jsonParam `json:"params"`
-		Warnings   []string    `json:"warnings"`
+		Files      []jsonFile         `json:"files"`
+		Chains     int                `json:"chains"`
+		Kept       int                `json:"kept"`
+		MinDraws   int                `json:"min_draws"`
+		WarmupDrop int                `json:"warmup_drop"`
+		Params     []sgmcmc.ParamJSON `json:"params"`
+		Warnings   []string           `json:"warnings"`
 	}{files, s.Chains, s.Draws, s.MinDraws, drop, params, warnings})
 }
