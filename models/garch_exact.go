@@ -256,6 +256,20 @@ type garchSrc struct {
 
 const garchInvSqrt2Pi = 0.39894228040143267794
 
+// garchTailCut is where garchTail stops evaluating: Φc(9) = 1.1e-19 and
+// 9φ(9) = 9.1e-18 are below what a row keeps (garchRowTail).
+const garchTailCut = 9
+
+// garchTail returns the standard normal upper tail Φc(a) and density φ(a),
+// both 0 beyond garchTailCut (the far side of the folded normal c + βZ² is
+// usually there, and this saves half the special functions).
+func garchTail(a float64) (q, g float64) {
+	if a > garchTailCut {
+		return 0, 0
+	}
+	return 0.5 * math.Erfc(a/math.Sqrt2), garchInvSqrt2Pi * math.Exp(-0.5*a*a)
+}
+
 // addRowV adds w × the cell masses of c + βZ², Z ~ N(m, sd²), to q and
 // w × their first moments to q1 (values only), and returns the range of
 // cells written. The masses are differences of the survival function
@@ -274,13 +288,15 @@ func (ws *garchExactWork) addRowV(src *garchSrc) (int, int) {
 	for j := a; j < g-1; j++ {
 		r := math.Sqrt((e[j+1] - c) / beta)
 		a1, a2 := (r-m)*k, (r+m)*k
-		sv := 0.5*math.Erfc(a1/math.Sqrt2) + 0.5*math.Erfc(a2/math.Sqrt2)
+		q1v, g1 := garchTail(a1)
+		q2v, g2 := garchTail(a2)
+		sv := q1v + q2v
 		if w*sv < garchRowTail {
 			q[j] += w * ps
 			q1[j] += w * pm
 			return a, j
 		}
-		tv := v2*sv + sd*garchInvSqrt2Pi*((r+m)*math.Exp(-0.5*a1*a1)+(r-m)*math.Exp(-0.5*a2*a2))
+		tv := v2*sv + sd*((r+m)*g1+(r-m)*g2)
 		mv := c*sv + beta*tv
 		q[j] += w * (ps - sv)
 		q1[j] += w * (pm - mv)
@@ -330,7 +346,9 @@ func (ws *garchExactWork) addRowT(src *garchSrc) (int, int) {
 	for j := a; j < g-1; j++ {
 		r := math.Sqrt((e[j+1] - c) / beta)
 		a1, a2 := (r-m)*k, (r+m)*k
-		sv := 0.5*math.Erfc(a1/math.Sqrt2) + 0.5*math.Erfc(a2/math.Sqrt2)
+		q1v, g1 := garchTail(a1)
+		q2v, g2 := garchTail(a2)
+		sv := q1v + q2v
 		if w*sv < garchRowTail || !(r > 0) {
 			// The row ends: everything above the previous edge (S = 0,
 			// M = 0 there) goes to cell j.
@@ -338,7 +356,6 @@ func (ws *garchExactWork) addRowT(src *garchSrc) (int, int) {
 			add(j, 0, 0)
 			return a, j
 		}
-		g1, g2 := garchInvSqrt2Pi*math.Exp(-0.5*a1*a1), garchInvSqrt2Pi*math.Exp(-0.5*a2*a2)
 		tv := v2*sv + sd*((r+m)*g1+(r-m)*g2)
 		mv := c*sv + beta*tv
 		sr, sm, ss := -(g1+g2)*k, (g1-g2)*k, (a1*g1+a2*g2)*k
