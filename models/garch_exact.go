@@ -79,11 +79,21 @@ const (
 // the gradient is the exact derivative of the discretised log-likelihood
 // with the edges held fixed, which is a smooth function of u between the
 // (rare, O(√) continuous) events where the lower end α+γs of a
-// transition crosses an edge. Both differ from the exact log p(y) and
-// its gradient by the grid's quadrature error: on the first 300 DAX
-// returns at the posterior mode (μ, φ, λ, τ) ≈ (0.90, 0.989, 0.26, 0.64)
-// the change from G = 64 to 128 is reported in garch_exact_test.go
-// (TestGARCHExactConvergence).
+// transition crosses an edge; central differences of the log-likelihood
+// with the edges frozen agree with it to 4·10⁻⁷ relative. Both differ
+// from the exact log p(y) and its gradient by the grid's quadrature
+// error. At the DAX posterior mode (μ, φ, λ, τ) ≈ (0.90, 0.989, 0.26,
+// 0.64), on the first 300 returns, G = 64 and 128 differ by 0.26 nats and
+// in the gradient by (0.010, −0.016, −0.095, −0.30), 0.012, 0.009, 0.010
+// and 0.020 posterior sds of u_1..u_4 (the shift a gradient error causes
+// in a Gaussian posterior's mean); on all 1859 returns G = 64 and 512
+// differ by 0.33 nats and in the gradient by at most 0.036 posterior sds.
+// The log-likelihood agrees with large-N particle filters (windows of
+// 60 simulated steps, |z| < 0.7 at G = 128, where G = 64 is 0.002–0.007
+// nats away), and the full-window gradient with the particle
+// Fisher-identity estimate from Kernel.AddScore (|z| ≤ 1.4). One
+// 120-step window (40 leading buffer steps run without tangents) takes
+// about 6 ms on one core.
 //
 // ExactScore returns a *ssm.ParamError for u outside the support (or where
 // α, β, γ underflow), ssm.ErrData and ssm.ErrWindow for a malformed
@@ -260,15 +270,75 @@ const garchInvSqrt2Pi = 0.39894228040143267794
 // 9φ(9) = 9.1e-18 are below what a row keeps (garchRowTail).
 const garchTailCut = 9
 
-// garchTail returns the standard normal upper tail Φc(a) and density φ(a),
-// both 0 beyond garchTailCut (the far side of the folded normal c + βZ² is
-// usually there, and this saves half the special functions).
+// garchTail returns the standard normal upper tail Φc(a) = ½erfc(a/√2)
+// and density φ(a), both 0 beyond garchTailCut. It is math.Erfc's
+// algorithm (FreeBSD's s_erf.c) sharing the factor exp(−a²/2) between the
+// two: for |x| ≥ 1.25, x = a/√2, erfc(x) = exp(−x²)·exp(−0.5625 + R/S)/x
+// with R/S rational in 1/x², where math.Erfc spends two exponentials; this
+// saves a third of the exponentials of the transition rows, the cost of
+// the filter. (Computing exp(−x²) directly, not split as math.Erfc does,
+// costs a relative error of about x²·2⁻⁵³ < 10⁻¹⁴ below garchTailCut.)
 func garchTail(a float64) (q, g float64) {
 	if a > garchTailCut {
 		return 0, 0
 	}
-	return 0.5 * math.Erfc(a/math.Sqrt2), garchInvSqrt2Pi * math.Exp(-0.5*a*a)
+	e := math.Exp(-0.5 * a * a)
+	g = garchInvSqrt2Pi * e
+	x := math.Abs(a) * (1 / math.Sqrt2)
+	if x < 1.25 {
+		// math.Erfc uses rational functions without exponentials here.
+		return 0.5 * math.Erfc(a*(1/math.Sqrt2)), g
+	}
+	s := 1 / (x * x)
+	var R, S float64
+	if x < 1/0.35 {
+		R = erfcRa0 + s*(erfcRa1+s*(erfcRa2+s*(erfcRa3+s*(erfcRa4+s*(erfcRa5+s*(erfcRa6+s*erfcRa7))))))
+		S = 1 + s*(erfcSa1+s*(erfcSa2+s*(erfcSa3+s*(erfcSa4+s*(erfcSa5+s*(erfcSa6+s*(erfcSa7+s*erfcSa8)))))))
+	} else {
+		R = erfcRb0 + s*(erfcRb1+s*(erfcRb2+s*(erfcRb3+s*(erfcRb4+s*(erfcRb5+s*erfcRb6)))))
+		S = 1 + s*(erfcSb1+s*(erfcSb2+s*(erfcSb3+s*(erfcSb4+s*(erfcSb5+s*(erfcSb6+s*erfcSb7))))))
+	}
+	half := 0.5 * e * math.Exp(-0.5625+R/S) / x // ½erfc(|x|)
+	if a < 0 {
+		return 1 - half, g
+	}
+	return half, g
 }
+
+// Coefficients of math.Erfc (FreeBSD s_erf.c) for erfc on [1.25, 1/0.35]
+// (ra, sa) and [1/0.35, 28] (rb, sb).
+const (
+	erfcRa0 = -9.86494403484714822705e-03
+	erfcRa1 = -6.93858572707181764372e-01
+	erfcRa2 = -1.05586262253232909814e+01
+	erfcRa3 = -6.23753324503260060396e+01
+	erfcRa4 = -1.62396669462573470355e+02
+	erfcRa5 = -1.84605092906711035994e+02
+	erfcRa6 = -8.12874355063065934246e+01
+	erfcRa7 = -9.81432934416914548592e+00
+	erfcSa1 = 1.96512716674392571292e+01
+	erfcSa2 = 1.37657754143519042600e+02
+	erfcSa3 = 4.34565877475229228821e+02
+	erfcSa4 = 6.45387271733267880336e+02
+	erfcSa5 = 4.29008140027567833386e+02
+	erfcSa6 = 1.08635005541779435134e+02
+	erfcSa7 = 6.57024977031928170135e+00
+	erfcSa8 = -6.04244152148580987438e-02
+	erfcRb0 = -9.86494292470009928597e-03
+	erfcRb1 = -7.99283237680523006574e-01
+	erfcRb2 = -1.77579549177547519889e+01
+	erfcRb3 = -1.60636384855821916062e+02
+	erfcRb4 = -6.37566443368389627722e+02
+	erfcRb5 = -1.02509513161107724954e+03
+	erfcRb6 = -4.83519191608651397019e+02
+	erfcSb1 = 3.03380607434824582924e+01
+	erfcSb2 = 3.25792512996573918826e+02
+	erfcSb3 = 1.53672958608443695994e+03
+	erfcSb4 = 3.19985821950859553908e+03
+	erfcSb5 = 2.55305040643316442583e+03
+	erfcSb6 = 4.74528541206955367215e+02
+	erfcSb7 = -2.24409524465858183362e+01
+)
 
 // addRowV adds w × the cell masses of c + βZ², Z ~ N(m, sd²), to q and
 // w × their first moments to q1 (values only), and returns the range of

@@ -408,3 +408,17 @@ func TestGARCHExactErrors(t *testing.T) {
 		}()
 	}
 }
+
+func TestGARCHExactTail(t *testing.T) {
+	worst := 0.0
+	for a := -12.0; a <= 9; a += 0.001 {
+		q, g := garchTail(a)
+		wq, wg := 0.5*math.Erfc(a/math.Sqrt2), math.Exp(-0.5*a*a)/math.Sqrt(2*math.Pi)
+		e := math.Max(math.Abs(q-wq)/wq, math.Abs(g-wg)/wg)
+		worst = math.Max(worst, e)
+	}
+	t.Logf("garchTail: worst relative error %.3g against math.Erfc and math.Exp", worst)
+	if worst > 1e-13 {
+		t.Errorf("garchTail: relative error %.3g", worst)
+	}
+}
