@@ -19,6 +19,11 @@
 // fig2_vary_B.png, fig3_vary_S.png, fig4_vary_N.png and (for the LGSSM)
 // lgssm_per_subsequence.png, the exact per-subsequence RMS bias, into -out; it prints
 // the main numbers to stdout and its progress to stderr.
+//
+// Two further studies (issue 12, point 4) take the LGSSM and the SVM:
+//
+//	go run ./examples/gradbias -study smoothers   # ancestral vs PaRIS vs forward-only O(N²) per unit time
+//	go run ./examples/gradbias -study protocol    # No Buffer from the stationary law vs the authors' N(0, 10)
 package main
 
 import (
@@ -39,6 +44,7 @@ import (
 
 	"math/rand/v2"
 
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -66,6 +72,17 @@ type options struct {
 	Seed      uint64
 	Workers   int
 	Out       string
+
+	// Study is the mode: "figures" (Figures 2-4), "smoothers" (the
+	// smoother comparison) or "protocol" (the No Buffer window start).
+	Study string
+	// The smoother comparison (-study smoothers).
+	Smoothers []pf.Smoother
+	NSm       []int // particle counts
+	FOMax     int   // largest N of the O(N²) forward-only smoother
+	SmWindows int   // windows evaluated (evenly spaced from a random offset); 0: all
+	SmReps    int   // replications per window
+	SmB       int   // buffer; -1: the model's moderate buffer (8 LGSSM, 16 SVM)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -90,6 +107,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed: the data of model M use stream fnv(\"data/M\"), every replication its own stream")
 	fs.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines (results do not depend on it)")
 	fs.StringVar(&o.Out, "out", filepath.Join("out", "gradbias"), "output directory (created)")
+	var smF, nsmF string
+	fs.StringVar(&o.Study, "study", "figures", "figures: Figures 2-4; smoothers: ancestral vs PaRIS vs forward-only O(N^2) (bias, variance, MSE, seconds per gradient at S0 and -Bsm); protocol: No Buffer bias with windows started from the stationary law vs the authors' fixed N(0, 10) (-models lgssm,svm only for the last two)")
+	fs.StringVar(&smF, "smoothers", "ancestral,paris,forward-only", "-study smoothers: smoothers to compare (ancestral, paris, forward-only, shrinkage)")
+	fs.StringVar(&nsmF, "Nsm", "30,100,300,1000,3000", "-study smoothers: particle counts")
+	fs.IntVar(&o.FOMax, "fomax", 300, "-study smoothers: largest N run with the O(N^2) forward-only smoother")
+	fs.IntVar(&o.SmWindows, "smwin", 0, "-study smoothers: windows per setting, evenly spaced over the start positions from a random offset (0: every start position; the end windows weigh up to T-S+1 times their terms and dominate the variance, so a subset is a lottery)")
+	fs.IntVar(&o.SmReps, "smreps", 2, "-study smoothers: independent filter runs per window, >= 2")
+	fs.IntVar(&o.SmB, "Bsm", -1, "-study smoothers: buffer B (-1: 8 for the LGSSM, 16 for the SVM, the paper's moderate buffers)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./examples/gradbias [flags]
 
@@ -106,6 +131,18 @@ Writes curves.csv, truth.csv, data_<model>.csv and fig2_vary_B.png,
 fig3_vary_S.png, fig4_vary_N.png (and lgssm_per_subsequence.png: the exact
 N = inf per-subsequence RMS bias) into -out; progress goes to stderr.
 
+-study smoothers (LGSSM, SVM) compares the ancestral (Algorithm 1), PaRIS
+and forward-only O(N^2) smoothers on g(S0, B, N) with B = -Bsm: particle
+bias, variance and MSE against the exact g(S, B) of each window (Kalman;
+grid filter for the SVM), the MSE of one stochastic gradient against g,
+and CPU seconds per gradient; writes smoothers.csv and
+smoothers_mse_time.png.
+
+-study protocol (LGSSM, SVM) measures the bias of g(S0, B, N) for B = 0
+and the moderate buffer with every window started from the stationary law
+at theta (this library) or from the fixed N(0, 10) of the authors' code,
+for the -N counts and N = inf; writes protocol.csv.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -117,6 +154,17 @@ Flags:
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch o.Study {
+	case "figures":
+	case "smoothers", "protocol":
+		if !set["models"] {
+			modelsF = "lgssm,svm"
+		}
+	default:
+		return o, fmt.Errorf("-study: unknown study %q (want figures, smoothers or protocol)", o.Study)
+	}
 	o.Models = splitList(modelsF)
 	if len(o.Models) == 0 {
 		return o, errors.New("-models: no model given")
@@ -125,6 +173,34 @@ Flags:
 		if m != "lgssm" && m != "svm" && m != "garch" {
 			return o, fmt.Errorf("-models: unknown model %q (want lgssm, svm or garch)", m)
 		}
+		if m == "garch" && o.Study != "figures" {
+			return o, fmt.Errorf("-study %s: GARCH has no transition density (backward smoothers, grid filter) and a two-component state: use lgssm and svm", o.Study)
+		}
+	}
+	for _, name := range splitList(smF) {
+		sm, ok := smootherByName[name]
+		if !ok {
+			return o, fmt.Errorf("-smoothers: unknown smoother %q (want ancestral, paris, forward-only or shrinkage)", name)
+		}
+		if !slices.Contains(o.Smoothers, sm) {
+			o.Smoothers = append(o.Smoothers, sm)
+		}
+	}
+	if len(o.Smoothers) == 0 {
+		return o, errors.New("-smoothers: empty list")
+	}
+	if o.NSm, err = intList("-Nsm", nsmF, 1); err != nil {
+		return o, err
+	}
+	switch {
+	case o.SmWindows == 1 || o.SmWindows < 0:
+		return o, fmt.Errorf("-smwin = %d: need at least 2 windows (0: all)", o.SmWindows)
+	case o.SmReps < 2:
+		return o, fmt.Errorf("-smreps = %d: need at least 2 runs per window for a variance", o.SmReps)
+	case o.SmB < -1:
+		return o, fmt.Errorf("-Bsm = %d: want a buffer >= 0, or -1 for the model's", o.SmB)
+	case o.FOMax < 1:
+		return o, fmt.Errorf("-fomax = %d: must be at least 1", o.FOMax)
 	}
 	if o.Ns, err = intList("-N", nF, 1); err != nil {
 		return o, err
@@ -163,7 +239,7 @@ Flags:
 		return o, errors.New("-out: empty directory name")
 	}
 	for _, s := range o.Ss {
-		if s > o.T && slices.Contains(o.Figs, 3) {
+		if s > o.T && slices.Contains(o.Figs, 3) && o.Study == "figures" {
 			return o, fmt.Errorf("-S: subsequence length %d exceeds T = %d", s, o.T)
 		}
 	}
@@ -325,25 +401,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	st := &study{
-		T: o.T, Seed: o.Seed, Workers: o.Workers, TruthN: o.TruthN, Runs: o.TruthRuns, Stride: o.Stride,
-		Specs: map[string]modelSpec{}, Data: map[string]ssm.Dataset{},
+	st, err := newStudy(o)
+	if err != nil {
+		return err
 	}
 	for _, name := range o.Models {
-		sp, err := newSpec(name)
-		if err != nil {
+		if err := writeData(filepath.Join(o.Out, "data_"+name+".csv"), st.Data[name].Sequences[0]); err != nil {
 			return err
 		}
-		rng := rand.New(rand.NewPCG(o.Seed, streamID("data/"+name, 0)))
-		_, y, err := sp.Model.(simulator).Simulate(o.T, sp.U, rng)
-		if err != nil {
-			return fmt.Errorf("simulating %s: %w", name, err)
-		}
-		st.Specs[name] = sp
-		st.Data[name] = ssm.Dataset{Sequences: []ssm.Sequence{y}}
-		if err := writeData(filepath.Join(o.Out, "data_"+name+".csv"), y); err != nil {
-			return err
-		}
+	}
+	switch o.Study {
+	case "smoothers":
+		return runSmoothers(o, st, stdout, stderr, start)
+	case "protocol":
+		return runProtocol(o, st, stdout, stderr, start)
 	}
 	curves, cfgs := plan(o, st.Specs)
 	fmt.Fprintf(stderr, "gradbias: %d models, %d estimator settings x %d replications, T = %d, %d workers\n",
@@ -366,6 +437,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// newStudy simulates the data of every model of o (stream
+// fnv("data/MODEL") of the seed) and returns the study over them.
+func newStudy(o options) (*study, error) {
+	st := &study{
+		T: o.T, Seed: o.Seed, Workers: o.Workers, TruthN: o.TruthN, Runs: o.TruthRuns, Stride: o.Stride,
+		Specs: map[string]modelSpec{}, Data: map[string]ssm.Dataset{},
+	}
+	for _, name := range o.Models {
+		sp, err := newSpec(name)
+		if err != nil {
+			return nil, err
+		}
+		rng := rand.New(rand.NewPCG(o.Seed, streamID("data/"+name, 0)))
+		_, y, err := sp.Model.(simulator).Simulate(o.T, sp.U, rng)
+		if err != nil {
+			return nil, fmt.Errorf("simulating %s: %w", name, err)
+		}
+		st.Specs[name] = sp
+		st.Data[name] = ssm.Dataset{Sequences: []ssm.Sequence{y}}
+	}
+	return st, nil
+}
+
 func writeData(path string, y ssm.Sequence) error {
 	var b strings.Builder
 	b.WriteString("y\n")
@@ -376,39 +470,15 @@ func writeData(path string, y ssm.Sequence) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// curvesHeader is the header of curves.csv.
-var curvesHeader = []string{"figure", "model", "param", "curve", "method", "S", "B", "N", "x",
-	"estimate", "truth", "truth_se", "bias", "halfwidth95", "reps", "windows_per_rep", "sec_per_grad", "cond_rms"}
-
-func writeCurves(path string, o options, st *study, curves []curve, cfgs []config, res []result, truths map[string]truth) error {
+// writeCSV writes a CSV file: the header, then the records fill writes.
+func writeCSV(path string, header []string, fill func(w *csv.Writer)) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write(curvesHeader)
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-	for _, cv := range curves {
-		tr := truths[cv.Model]
-		for _, p := range cv.Pts {
-			c, r := cfgs[p.Cfg], res[p.Cfg]
-			S, B := c.S, c.B
-			if c.Full {
-				S, B = o.T, 0
-			}
-			n, cond := strconv.Itoa(c.N), ""
-			if c.N == 0 {
-				n = "inf"
-			}
-			if !math.IsNaN(r.CondRMS) {
-				cond = g(r.CondRMS)
-			}
-			w.Write([]string{strconv.Itoa(cv.Figure), cv.Model, st.Specs[cv.Model].Param, cv.label(), cv.Method,
-				strconv.Itoa(S), strconv.Itoa(B), n, g(p.X),
-				g(r.Mean), g(tr.Value), g(tr.SE), g(r.Mean - tr.Value), g(r.HalfWidth),
-				strconv.Itoa(r.Reps), g(r.Windows), g(r.SecPerGrad), cond})
-		}
-	}
+	w.Write(header)
+	fill(w)
 	w.Flush()
 	if err := w.Error(); err != nil {
 		f.Close()
@@ -417,24 +487,48 @@ func writeCurves(path string, o options, st *study, curves []curve, cfgs []confi
 	return f.Close()
 }
 
+// csvNum formats a number of a CSV output.
+func csvNum(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+
+// curvesHeader is the header of curves.csv.
+var curvesHeader = []string{"figure", "model", "param", "curve", "method", "S", "B", "N", "x",
+	"estimate", "truth", "truth_se", "bias", "halfwidth95", "reps", "windows_per_rep", "sec_per_grad", "cond_rms"}
+
+func writeCurves(path string, o options, st *study, curves []curve, cfgs []config, res []result, truths map[string]truth) error {
+	g := csvNum
+	return writeCSV(path, curvesHeader, func(w *csv.Writer) {
+		for _, cv := range curves {
+			tr := truths[cv.Model]
+			for _, p := range cv.Pts {
+				c, r := cfgs[p.Cfg], res[p.Cfg]
+				S, B := c.S, c.B
+				if c.Full {
+					S, B = o.T, 0
+				}
+				n, cond := strconv.Itoa(c.N), ""
+				if c.N == 0 {
+					n = "inf"
+				}
+				if !math.IsNaN(r.CondRMS) {
+					cond = g(r.CondRMS)
+				}
+				w.Write([]string{strconv.Itoa(cv.Figure), cv.Model, st.Specs[cv.Model].Param, cv.label(), cv.Method,
+					strconv.Itoa(S), strconv.Itoa(B), n, g(p.X),
+					g(r.Mean), g(tr.Value), g(tr.SE), g(r.Mean - tr.Value), g(r.HalfWidth),
+					strconv.Itoa(r.Reps), g(r.Windows), g(r.SecPerGrad), cond})
+			}
+		}
+	})
+}
+
 func writeTruth(path string, names []string, st *study, truths map[string]truth) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"model", "param", "value", "se", "method", "N", "runs"})
-	for _, name := range names {
-		t := truths[name]
-		w.Write([]string{name, st.Specs[name].Param, strconv.FormatFloat(t.Value, 'g', 10, 64),
-			strconv.FormatFloat(t.SE, 'g', 6, 64), t.Method, strconv.Itoa(t.N), strconv.Itoa(t.Runs)})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeCSV(path, []string{"model", "param", "value", "se", "method", "N", "runs"}, func(w *csv.Writer) {
+		for _, name := range names {
+			t := truths[name]
+			w.Write([]string{name, st.Specs[name].Param, strconv.FormatFloat(t.Value, 'g', 10, 64),
+				strconv.FormatFloat(t.SE, 'g', 6, 64), t.Method, strconv.Itoa(t.N), strconv.Itoa(t.Runs)})
+		}
+	})
 }
 
 // printSummary prints the ground truth and the Figure 2 and 4 numbers.

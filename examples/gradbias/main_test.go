@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
+	"fmt"
 	"image/png"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -27,27 +31,38 @@ type row struct {
 	cond                float64 // per-subsequence RMS bias (N = ∞ rows only)
 }
 
-func readCurves(t *testing.T, dir string) []row {
+// readCSV returns the records of a CSV file.
+func readCSV(t *testing.T, path string) [][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "curves.csv"))
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()
 	if err != nil {
-		t.Fatalf("curves.csv does not parse: %v", err)
+		t.Fatalf("%s does not parse: %v", path, err)
 	}
+	return recs
+}
+
+// num parses a finite number of a CSV field.
+func num(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		t.Fatalf("%q is not a finite number", s)
+	}
+	return v
+}
+
+func readCurves(t *testing.T, dir string) []row {
+	t.Helper()
+	recs := readCSV(t, filepath.Join(dir, "curves.csv"))
 	if len(recs) < 2 || !slices.Equal(recs[0], curvesHeader) {
 		t.Fatalf("curves.csv header %v, want %v", recs[0], curvesHeader)
 	}
-	num := func(s string) float64 {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			t.Fatalf("curves.csv: %q is not a finite number", s)
-		}
-		return v
-	}
+	num := func(s string) float64 { return num(t, s) }
 	var rows []row
 	for _, r := range recs[1:] {
 		rw := row{
@@ -93,15 +108,7 @@ func checkPNG(t *testing.T, path string) {
 
 func readSeq(t *testing.T, path string) ssm.Sequence {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readCSV(t, path)
 	seq := ssm.Sequence{Obs: 1}
 	for _, r := range recs[1:] {
 		v, err := strconv.ParseFloat(r[0], 64)
@@ -254,14 +261,9 @@ func TestAllFigures(t *testing.T) {
 	for _, name := range []string{"fig2_vary_B.png", "fig3_vary_S.png", "fig4_vary_N.png"} {
 		checkPNG(t, filepath.Join(dir, name))
 	}
-	f, err := os.Open(filepath.Join(dir, "truth.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(recs) != 4 {
-		t.Fatalf("truth.csv: %v, %d records", err, len(recs))
+	recs := readCSV(t, filepath.Join(dir, "truth.csv"))
+	if len(recs) != 4 {
+		t.Fatalf("truth.csv: %d records, want 4", len(recs))
 	}
 	for _, r := range recs[1:] {
 		se, err := strconv.ParseFloat(r[3], 64)
@@ -323,6 +325,14 @@ func TestBadInput(t *testing.T) {
 		{"-N", "10,x"},
 		{"-figs", "5"},
 		{"-stride", "0"},
+		{"-study", "nosuch"},
+		{"-study", "smoothers", "-models", "garch"},
+		{"-study", "protocol", "-models", "lgssm,garch"},
+		{"-smoothers", "ancestral,fast"},
+		{"-smreps", "1"},
+		{"-smwin", "1"},
+		{"-Bsm", "-2"},
+		{"-study", "smoothers", "-models", "lgssm", "-T", "40", "-smoothers", "forward-only", "-Nsm", "500", "-fomax", "100"},
 		{"-nosuchflag"},
 		{"extra"},
 	} {
@@ -330,6 +340,194 @@ func TestBadInput(t *testing.T) {
 		args = append(args, "-out", t.TempDir())
 		if err := run(args, &stdout, &stderr); err == nil {
 			t.Errorf("run(%v) succeeded, want an error", args)
+		}
+	}
+}
+
+// readTable parses a CSV output with the given header into one map per
+// row (column name → field).
+func readTable(t *testing.T, path string, header []string) []map[string]string {
+	t.Helper()
+	recs := readCSV(t, path)
+	if len(recs) < 2 || !slices.Equal(recs[0], header) {
+		t.Fatalf("%s: header %v, want %v", path, recs[0], header)
+	}
+	var rows []map[string]string
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range header {
+			m[h] = r[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// TestSmootherStudy runs -study smoothers on a short LGSSM series (every
+// window of S = 16, B = 8) and checks that at N = 400 the ancestral,
+// PaRIS and forward-only estimates agree with the exact Kalman ĝ(S, B) of
+// their windows within 4 standard errors, that their particle MSE falls
+// from N = 40 to N = 400, and the bookkeeping (bias = buffering bias +
+// particle bias, positive variances, MSEs and times, the PNG).
+func TestSmootherStudy(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-study", "smoothers", "-models", "lgssm", "-T", "48", "-Nsm", "40,400", "-fomax", "400",
+		"-smwin", "16", "-smreps", "2", "-out", dir}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	rows := readTable(t, filepath.Join(dir, "smoothers.csv"), smoothersHeader)
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 3 smoothers x 2 N", len(rows))
+	}
+	pmse := map[string]map[int]float64{}
+	for _, r := range rows {
+		sm, N := r["smoother"], int(num(t, r["N"]))
+		if r["windows"] != "16" || r["reps_per_window"] != "2" || r["truth_method"] != "kalman" {
+			t.Errorf("row %v: want 16 windows, 2 runs, Kalman truth", r)
+		}
+		pb, se := num(t, r["particle_bias"]), num(t, r["particle_bias_se"])
+		if d := num(t, r["bias"]) - num(t, r["buffer_bias"]) - pb; math.Abs(d) > 1e-6*(1+math.Abs(pb)) {
+			t.Errorf("%s N=%d: bias is not buffer bias + particle bias (off by %g)", sm, N, d)
+		}
+		if num(t, r["variance"]) <= 0 || num(t, r["particle_mse"]) <= 0 || num(t, r["cpu_sec_per_grad"]) <= 0 {
+			t.Errorf("%s N=%d: non-positive variance, MSE or time: %v", sm, N, r)
+		}
+		if N == 400 && math.Abs(pb) > 4*se {
+			t.Errorf("%s N=400: g^PF − exact ĝ(S,B) = %.3g, more than 4 SE (%.3g) from 0", sm, pb, se)
+		}
+		if pmse[sm] == nil {
+			pmse[sm] = map[int]float64{}
+		}
+		pmse[sm][N] = num(t, r["particle_mse"])
+		t.Logf("%-12s N=%3d particle bias %7.3f ± %.3f  MSE %8.2f  %.3g s", sm, N, pb, se, pmse[sm][N], num(t, r["cpu_sec_per_grad"]))
+	}
+	for sm, m := range pmse {
+		// The MSE is about 10 times smaller at 10 times the particles.
+		if !(m[400] < m[40]/2) {
+			t.Errorf("%s: particle MSE %g at N = 40, %g at N = 400: want a clear decrease", sm, m[40], m[400])
+		}
+	}
+	checkPNG(t, filepath.Join(dir, "smoothers_mse_time.png"))
+}
+
+// TestProtocol runs -study protocol on a T = 128 LGSSM series and checks
+// the No Buffer (B = 0) bias: with every window started from the authors'
+// fixed N(0, 10) it is larger in magnitude than with the stationary start
+// by more than 4 standard errors at N = 200, and, exactly (N = ∞), more
+// than 10 times larger. The N = ∞ fixed-start value, which runs the grid
+// filter on the fixedStart model, is checked against an independent
+// Kalman smoother with x_0 ~ N(0, 10) (models.Kalman, P0 = 10) on the
+// same windows, and the buffered fixed-start estimator against the
+// fixed-start full-data gradient it targets.
+func TestProtocol(t *testing.T) {
+	dir := t.TempDir()
+	const T = 128
+	var stdout, stderr bytes.Buffer
+	args := []string{"-study", "protocol", "-models", "lgssm", "-T", strconv.Itoa(T), "-N", "200", "-reps", "4", "-out", dir}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	rows := readTable(t, filepath.Join(dir, "protocol.csv"), protocolHeader)
+	if len(rows) != 10 { // 2 starts × (2 B × 2 N + full)
+		t.Fatalf("%d rows, want 10", len(rows))
+	}
+	type k struct {
+		start string
+		B     int
+		N     string
+	}
+	bias, se, est := map[k]float64{}, map[k]float64{}, map[k]float64{}
+	for _, r := range rows {
+		key := k{r["start"], int(num(t, r["B"])), r["N"]}
+		bias[key], se[key], est[key] = num(t, r["bias"]), num(t, r["se"]), num(t, r["estimate"])
+	}
+	st, fx := "stationary", "fixed N(0,10)"
+	d := math.Abs(bias[k{fx, 0, "200"}]) - math.Abs(bias[k{st, 0, "200"}])
+	sd := math.Hypot(se[k{fx, 0, "200"}], se[k{st, 0, "200"}])
+	t.Logf("B = 0, N = 200: stationary %.3f ± %.3f, fixed %.3f ± %.3f; N = inf: %.4f, %.4f",
+		bias[k{st, 0, "200"}], se[k{st, 0, "200"}], bias[k{fx, 0, "200"}], se[k{fx, 0, "200"}], bias[k{st, 0, "inf"}], bias[k{fx, 0, "inf"}])
+	if !(d > 4*sd) {
+		t.Errorf("N = 200: |bias| fixed minus stationary = %.3g, not above 4 SE = %.3g", d, 4*sd)
+	}
+	if !(math.Abs(bias[k{fx, 0, "inf"}]) > 10*math.Abs(bias[k{st, 0, "inf"}])) {
+		t.Errorf("N = inf: |bias| fixed %g is not 10 times the stationary %g", bias[k{fx, 0, "inf"}], bias[k{st, 0, "inf"}])
+	}
+	// Buffered fixed-start windows target the fixed-start full-data
+	// gradient, g plus the change of the x_0 law.
+	shift := bias[k{fx, T, "inf"}]
+	if b := bias[k{fx, 8, "inf"}]; math.Abs(b-shift) > 0.05*math.Abs(bias[k{fx, 0, "inf"}]) {
+		t.Errorf("fixed start, B = 8: exact bias %g, want near the full-data shift %g", b, shift)
+	}
+
+	// Independent exact value: Kalman with x_0 ~ N(0, 10) on every B = 0
+	// window, ∂/∂φ = ∂/∂A (the prior has no φ), averaged over windows.
+	seq := readSeq(t, filepath.Join(dir, "data_lgssm.csv"))
+	m := models.LGSSM{}
+	u, err := m.Params(0.9, 0.7, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf, err := m.Kalman(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf.P0 = []float64{fixedVar}
+	ws, err := windowsOf(config{S: 16, B: 0}, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for _, w := range ws {
+		g := models.NewKalmanGrad(1)
+		if _, err := kf.ExpectedScore(g, seq, w); err != nil {
+			t.Fatal(err)
+		}
+		want += g.A[0] / float64(len(ws))
+	}
+	if got := est[k{fx, 0, "inf"}]; math.Abs(got-want) > 1e-6*(1+math.Abs(want)) {
+		t.Errorf("fixed-start N = inf estimate %.10g (grid on fixedStart), Kalman with P0 = 10 gives %.10g", got, want)
+	}
+	full := models.NewKalmanGrad(1)
+	if _, err := kf.ExpectedScore(full, seq, ssm.Full(T)); err != nil {
+		t.Fatal(err)
+	}
+	if got := est[k{fx, T, "inf"}]; math.Abs(got-full.A[0]) > 1e-6*(1+math.Abs(full.A[0])) {
+		t.Errorf("fixed-start full-data gradient %.10g (grid), Kalman with P0 = 10 gives %.10g", got, full.A[0])
+	}
+}
+
+// BenchmarkSmoother measures the cost of one buffered gradient (one
+// window of the smoother study, S = 16 and the paper's moderate buffer,
+// in the middle of a T = 256 series) per model, smoother and N: the
+// seconds-per-gradient axis of -study smoothers without the study's
+// bookkeeping.
+func BenchmarkSmoother(b *testing.B) {
+	o := options{Models: []string{"lgssm", "svm"}, T: 256, Seed: 1, Workers: 1}
+	st, err := newStudy(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range o.Models {
+		ws, err := windowsOf(config{S: 16, B: st.Specs[name].Buffer}, st.T)
+		if err != nil {
+			b.Fatal(err)
+		}
+		win := ws[len(ws)/2]
+		for _, sm := range []pf.Smoother{pf.Ancestral, pf.PaRIS, pf.ForwardOnly} {
+			for _, N := range []int{100, 1000} {
+				b.Run(fmt.Sprintf("%s/%v/N=%d", name, sm, N), func(b *testing.B) {
+					w := newWorker(st)
+					key := estKey{Model: name, N: N, Smoother: sm}
+					rng := rand.New(rand.NewPCG(1, 2))
+					for b.Loop() {
+						if _, _, err := w.eval(context.Background(), key, win, rng); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		}
 	}
 }

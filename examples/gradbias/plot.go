@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
 )
 
 // The paper's colours for Figure 4, and a palette for particle counts.
@@ -62,6 +64,10 @@ type panelData struct {
 	xticks        []float64 // nil: default ticks
 	truthHW       float64   // 95% half-width of a Monte Carlo ground truth (0: exact)
 	series        []series
+	ylabel        string // "" means |bias|
+	// tight puts the bottom of the y axis at half the smallest interval
+	// end instead of 10^-3 of the largest (for MSE curves, all positive).
+	tight bool
 }
 
 // drawFigures writes the PNG figures of the computed curves.
@@ -250,6 +256,9 @@ func makePanel(pd panelData) (*plot.Plot, error) {
 	p.Title.Text = pd.title
 	p.X.Label.Text = pd.xlabel
 	p.Y.Label.Text = "|bias|"
+	if pd.ylabel != "" {
+		p.Y.Label.Text = pd.ylabel
+	}
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	if pd.logX {
@@ -274,6 +283,18 @@ func makePanel(pd panelData) (*plot.Plot, error) {
 		top = 1
 	}
 	floor := top * 1e-3
+	if pd.tight {
+		floor = math.Inf(1)
+		for _, s := range pd.series {
+			for i := range s.abs {
+				if lo := s.abs[i] - s.hw[i]; lo > 0 {
+					floor = math.Min(floor, lo/2)
+				}
+				floor = math.Min(floor, s.abs[i]/2)
+			}
+		}
+		floor = math.Max(floor, top*1e-6)
+	}
 	clamp := func(v float64) float64 { return math.Max(v, floor) }
 	p.Y.Min, p.Y.Max = floor, top*6 // headroom for the legend
 	p.Add(plotter.NewGrid())
@@ -324,4 +345,45 @@ func makePanel(pd panelData) (*plot.Plot, error) {
 	p.Legend.Left = false
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p, nil
+}
+
+// smootherColor is the colour of a smoother's curve (the appendix figure's
+// blue, red and green for the naive PF, PaRIS and Poyiadjis O(N²)).
+var smootherColor = map[pf.Smoother]color.Color{
+	pf.Ancestral:   methodColor["buffer"],
+	pf.PaRIS:       methodColor["buffer B=T"],
+	pf.ForwardOnly: methodColor["full"],
+	pf.Shrinkage:   methodColor["no buffer"],
+}
+
+// drawSmoothers writes the smoother study's figure: per model (columns) the
+// particle MSE E[(g^PF − ĝ(S,B))²] (top) and the MSE of one stochastic
+// gradient E[(g^PF − g)²] (bottom) against the seconds per gradient, one
+// line per smoother, log-log, with error bars of one standard error.
+func drawSmoothers(path string, o options, st *study, rows []smootherRow, refs map[string]smootherRef) error {
+	var top, bottom []panelData
+	for _, name := range o.Models {
+		ref := refs[name]
+		title := fmt.Sprintf("%s d/d%s, S = %d, B = %d", strings.ToUpper(name), st.Specs[name].Param, ref.S, ref.B)
+		t := panelData{title: title + ": particle error", xlabel: "CPU seconds per gradient", logX: true, ylabel: "MSE vs exact g(S,B) of the window (± SE)", tight: true}
+		b := panelData{title: title + ": one stochastic gradient", xlabel: "CPU seconds per gradient", logX: true, ylabel: "MSE vs full-data g (± SE)", tight: true}
+		for _, sm := range o.Smoothers {
+			sp := series{label: sm.String(), col: smootherColor[sm]}
+			sb := sp
+			for _, r := range rows {
+				if r.Model != name || r.Smoother != sm {
+					continue
+				}
+				sp.x, sp.abs, sp.hw = append(sp.x, r.Sec), append(sp.abs, r.PMSE), append(sp.hw, r.PMSESE)
+				sb.x, sb.abs, sb.hw = append(sb.x, r.Sec), append(sb.abs, r.SGMSE), append(sb.hw, r.SGMSESE)
+			}
+			if len(sp.x) > 0 {
+				t.series = append(t.series, sp)
+				b.series = append(b.series, sb)
+			}
+		}
+		top = append(top, t)
+		bottom = append(bottom, b)
+	}
+	return drawGrid(path, [][]panelData{top, bottom})
 }

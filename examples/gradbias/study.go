@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -106,13 +107,36 @@ type config struct {
 	S, B  int
 	N     int
 	Full  bool // the full-data estimator g^PF(T, T, N): one window, the whole sequence
+	// Smoother is the particle filter's additive-statistic accumulator
+	// (zero value: ancestral paths, the paper's Algorithm 1).
+	Smoother pf.Smoother
+	// Fixed starts every window from the fixed, parameter-free state
+	// prior x ~ N(0, fixedVar) (the authors' code) instead of the
+	// stationary law ν_0 at θ; the initial-state score is then 0.
+	Fixed bool
 }
 
+// key is what an estimator depends on: the model, N, the smoother and the
+// window's starting law.
+func (c config) key() estKey {
+	return estKey{Model: c.Model, N: c.N, Smoother: c.Smoother, Fixed: c.Fixed}
+}
+
+// String names the config; it also seeds the config's random streams, so
+// the names of the default smoother and start are unchanged from the
+// figure runs.
 func (c config) String() string {
+	s := fmt.Sprintf("%s/S%d/B%d/N%d", c.Model, c.S, c.B, c.N)
 	if c.Full {
-		return fmt.Sprintf("%s/full/N%d", c.Model, c.N)
+		s = fmt.Sprintf("%s/full/N%d", c.Model, c.N)
 	}
-	return fmt.Sprintf("%s/S%d/B%d/N%d", c.Model, c.S, c.B, c.N)
+	if c.Smoother != pf.Ancestral {
+		s += "/" + c.Smoother.String()
+	}
+	if c.Fixed {
+		s += "/fixed"
+	}
+	return s
 }
 
 // result is the estimate of E[g^PF] for one config (in the reported
@@ -120,6 +144,7 @@ func (c config) String() string {
 type result struct {
 	Mean       float64 // mean over replications of the estimate of E[g^PF]
 	HalfWidth  float64 // 95% Student t half-width of Mean over the replications (0 when exact)
+	SE         float64 // standard error of Mean over the replications (0 when exact)
 	Reps       int     // replications (0: computed exactly by enumerating every window)
 	Windows    float64 // windows evaluated per replication (average)
 	SecPerGrad float64 // wall-clock seconds of one estimator evaluation (one window)
@@ -194,27 +219,57 @@ type job struct {
 	cost  float64 // particle-steps, for the progress line
 }
 
-// worker owns one estimator per (model, N): estimators are not safe for
+// estKey identifies an estimator: N = 0 is N = ∞ (the Kalman smoother
+// for the LGSSM with the stationary start, a pf.GridFilter otherwise).
+type estKey struct {
+	Model    string
+	N        int
+	Smoother pf.Smoother
+	Fixed    bool
+}
+
+// worker owns one estimator per estKey: estimators are not safe for
 // concurrent use.
 type worker struct {
 	st   *study
-	ests map[string]*gradient.Estimator
+	ests map[estKey]*gradient.Estimator
 	grad []float64
 }
 
-func (w *worker) estimator(model string, N int) (*gradient.Estimator, error) {
-	key := fmt.Sprintf("%s/%d", model, N)
+func newWorker(st *study) *worker {
+	return &worker{st: st, ests: map[estKey]*gradient.Estimator{}}
+}
+
+func (w *worker) estimator(key estKey) (*gradient.Estimator, error) {
 	if e, ok := w.ests[key]; ok {
 		return e, nil
 	}
-	sp := w.st.Specs[model]
-	s := gradient.Settings{Subsequencer: gradient.Subsequencer{Sampling: gradient.Full}}
-	if N == 0 {
-		s.Exact = true
-	} else {
-		s.PF = pf.Settings{N: N}
+	sp := w.st.Specs[key.Model]
+	var m ssm.Model = sp.Model
+	if key.Fixed {
+		fm, err := newFixedStart(sp.Model, fixedVar)
+		if err != nil {
+			return nil, err
+		}
+		m = fm
 	}
-	e, err := gradient.New(sp.Model, w.st.Data[model], s)
+	s := gradient.Settings{Subsequencer: gradient.Subsequencer{Sampling: gradient.Full}}
+	switch {
+	case key.N == 0 && sp.Exact && !key.Fixed:
+		s.Exact = true
+	case key.N == 0:
+		g, err := gridFor(m, sp.U, w.st.Data[key.Model], streamID("grid/"+key.Model, b2i(key.Fixed)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key.Model, err)
+		}
+		s.Grid = g
+	default:
+		s.PF = pf.Settings{N: key.N, Smoother: key.Smoother}
+		if key.Fixed {
+			s.PF.Initial = fixedInitial(fixedVar)
+		}
+	}
+	e, err := gradient.New(m, w.st.Data[key.Model], s)
 	if err != nil {
 		return nil, err
 	}
@@ -222,20 +277,37 @@ func (w *worker) estimator(model string, N int) (*gradient.Estimator, error) {
 	return e, nil
 }
 
+// gridFor chooses the grid of model m at u for the data (pf.GridFor),
+// from a fixed random stream so every worker gets the same grid.
+func gridFor(m ssm.Model, u []float64, data ssm.Dataset, stream uint64) (pf.Grid, error) {
+	k, err := m.Bind(u)
+	if err != nil {
+		return pf.Grid{}, err
+	}
+	return pf.GridFor(k, u, m.Dims(), data, rand.New(rand.NewPCG(1, stream)))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // eval returns the reported derivative of g^PF over window win and the
 // seconds it took.
-func (w *worker) eval(ctx context.Context, model string, N int, win ssm.Window, rng *rand.Rand) (float64, float64, error) {
-	e, err := w.estimator(model, N)
+func (w *worker) eval(ctx context.Context, key estKey, win ssm.Window, rng *rand.Rand) (float64, float64, error) {
+	e, err := w.estimator(key)
 	if err != nil {
 		return 0, 0, err
 	}
-	sp := w.st.Specs[model]
+	sp := w.st.Specs[key.Model]
 	if len(w.grad) != len(sp.U) {
 		w.grad = make([]float64, len(sp.U))
 	}
 	start := time.Now()
 	if _, err := e.Fixed(ctx, w.grad, sp.U, 0, win, rng); err != nil {
-		return 0, 0, fmt.Errorf("%s N=%d window [%d,%d) kept [%d,%d): %w", model, N, win.Start, win.End, win.KeepStart, win.KeepEnd, err)
+		return 0, 0, fmt.Errorf("%s N=%d window [%d,%d) kept [%d,%d): %w", key.Model, key.N, win.Start, win.End, win.KeepStart, win.KeepEnd, err)
 	}
 	return sp.Deriv(w.grad), time.Since(start).Seconds(), nil
 }
@@ -267,7 +339,7 @@ func (st *study) compute(ctx context.Context, cfgs []config, reps int, progress 
 
 	results := make([]result, len(cfgs))
 	truths := make(map[string]truth)
-	ex := &worker{st: st, ests: map[string]*gradient.Estimator{}}
+	ex := newWorker(st)
 	// Exact configs and exact truths: cheap, done here.
 	for i, c := range cfgs {
 		if c.N != 0 {
@@ -283,11 +355,11 @@ func (st *study) compute(ctx context.Context, cfgs []config, reps int, progress 
 		sum, secs, sq := 0.0, 0.0, 0.0
 		rng := rand.New(rand.NewPCG(st.Seed, streamID(c.String(), 0))) // unused by the Kalman smoother
 		for p, w := range wins[i] {
-			d, s, err := ex.eval(ctx, c.Model, 0, w, rng)
+			d, s, err := ex.eval(ctx, c.key(), w, rng)
 			if err != nil {
 				return nil, nil, err
 			}
-			ref, _, err := ex.eval(ctx, c.Model, 0, full[p], rng)
+			ref, _, err := ex.eval(ctx, c.key(), full[p], rng)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -302,7 +374,7 @@ func (st *study) compute(ctx context.Context, cfgs []config, reps int, progress 
 	for name, sp := range st.Specs {
 		if sp.Exact {
 			rng := rand.New(rand.NewPCG(st.Seed, streamID("truth/"+name, 0)))
-			d, _, err := ex.eval(ctx, name, 0, ssm.Full(st.T), rng)
+			d, _, err := ex.eval(ctx, estKey{Model: name}, ssm.Full(st.T), rng)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -343,74 +415,10 @@ func (st *study) compute(ctx context.Context, cfgs []config, reps int, progress 
 		truthRuns[name] = make([]float64, st.Runs)
 	}
 
-	total := 0.0
-	for _, j := range jobs {
-		total += j.cost
-	}
-	var (
-		mu       sync.Mutex
-		done     float64
-		ndone    int
-		firstErr error
-	)
-	ch := make(chan job)
-	var wg sync.WaitGroup
-	for range max(1, st.Workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := &worker{st: st, ests: map[string]*gradient.Estimator{}}
-			for j := range ch {
-				err := w.run(ctx, j, cfgs, wins, est, secs, calls, truthRuns)
-				mu.Lock()
-				done += j.cost
-				ndone++
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	if progress != nil {
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
-			start := time.Now()
-			tick := time.NewTicker(2 * time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					mu.Lock()
-					fmt.Fprintf(progress, "gradbias: %d/%d jobs, %.0f%% of the particle work, %s elapsed\n",
-						ndone, len(jobs), 100*done/max(total, 1), time.Since(start).Round(time.Second))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case ch <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(ch)
-	wg.Wait()
-	close(stop)
-	pwg.Wait()
-	if firstErr != nil {
-		return nil, nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+	err := st.pool(ctx, len(jobs), func(i int) float64 { return jobs[i].cost }, func(ctx context.Context, w *worker, i int) error {
+		return w.run(ctx, jobs[i], cfgs, wins, est, secs, calls, truthRuns)
+	}, progress)
+	if err != nil {
 		return nil, nil, err
 	}
 
@@ -436,6 +444,7 @@ feed:
 			CondRMS:    math.NaN(),
 			Mean:       m,
 			HalfWidth:  q * sd / math.Sqrt(float64(reps)),
+			SE:         sd / math.Sqrt(float64(reps)),
 			Reps:       reps,
 			Windows:    float64(tcalls) / float64(reps),
 			SecPerGrad: tsec / float64(tcalls),
@@ -444,11 +453,92 @@ feed:
 	return results, truths, nil
 }
 
+// pool runs do(ctx, w, i) for the n jobs i = 0..n−1, in that order, on
+// st.Workers goroutines, each with its own worker (estimators are not
+// safe for concurrent use), and returns the first error, after which the
+// remaining jobs are skipped. cost(i) weighs job i in the progress lines
+// printed to progress (nil: none) every 2 seconds.
+func (st *study) pool(ctx context.Context, n int, cost func(i int) float64, do func(ctx context.Context, w *worker, i int) error, progress io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	total := 0.0
+	for i := range n {
+		total += cost(i)
+	}
+	var (
+		mu       sync.Mutex
+		done     float64
+		ndone    int
+		firstErr error
+	)
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, st.Workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// One OS thread per worker, so threadCPU measures its work.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			w := newWorker(st)
+			for i := range ch {
+				err := do(ctx, w, i)
+				mu.Lock()
+				done += cost(i)
+				ndone++
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	if progress != nil {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			start := time.Now()
+			tick := time.NewTicker(2 * time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					mu.Lock()
+					fmt.Fprintf(progress, "gradbias: %d/%d jobs, %.0f%% of the particle work, %s elapsed\n",
+						ndone, n, 100*done/max(total, 1), time.Since(start).Round(time.Second))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case ch <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(ch)
+	wg.Wait()
+	close(stop)
+	pwg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
 // run does one job: a ground-truth run, or one replication of a config.
 func (w *worker) run(ctx context.Context, j job, cfgs []config, wins [][]ssm.Window, est, secs [][]float64, calls [][]int, truthRuns map[string][]float64) error {
 	if j.cfg < 0 {
 		rng := rand.New(rand.NewPCG(w.st.Seed, streamID("truth/"+j.model, j.rep)))
-		d, _, err := w.eval(ctx, j.model, w.st.TruthN, ssm.Full(w.st.T), rng)
+		d, _, err := w.eval(ctx, estKey{Model: j.model, N: w.st.TruthN}, ssm.Full(w.st.T), rng)
 		if err != nil {
 			return fmt.Errorf("ground truth: %w", err)
 		}
@@ -462,7 +552,7 @@ func (w *worker) run(ctx context.Context, j job, cfgs []config, wins [][]ssm.Win
 	rng := rand.New(rand.NewPCG(w.st.Seed, streamID(c.String(), j.rep)))
 	sum, tsec, nc := 0.0, 0.0, 0
 	for p := rng.IntN(k); p < n; p += k {
-		d, s, err := w.eval(ctx, c.Model, c.N, ws[p], rng)
+		d, s, err := w.eval(ctx, c.key(), ws[p], rng)
 		if err != nil {
 			return err
 		}
