@@ -292,6 +292,10 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		if !seq.Observed(0, seq.Len()) {
 			return nil, fmt.Errorf("%w: sequence %d has no observed values (every cell is missing)", ssm.ErrData, j)
 		}
+		// Memory-mapped data (ssm.OpenBinary) were not scanned at open.
+		if err := seq.CheckFinite(); err != nil {
+			return nil, fmt.Errorf("sequence %d: %w", j, err)
+		}
 		T = max(T, seq.Len())
 	}
 	bad := func(format string, a ...any) error {

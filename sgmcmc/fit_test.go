@@ -3,6 +3,7 @@ package sgmcmc_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -181,5 +182,25 @@ func BenchmarkFit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFitRejectsBadData: ±Inf (which memory-mapped data bring unchecked)
+// and sequences with nothing observed are errors naming the place, before
+// any work.
+func TestFitRejectsBadData(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		y    []float64
+		want string
+	}{
+		{[]float64{0.1, -0.2, math.Inf(-1), 0.3}, "sequence 0: ssm: invalid data: observation 2, component 0 is -Inf"},
+		{[]float64{nan, nan, nan}, "sequence 0 has no observed values"},
+	} {
+		data := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: c.y}}}
+		_, err := sgmcmc.Fit(context.Background(), models.SVM{}, data, sgmcmc.FitSettings{})
+		if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want ssm.ErrData containing %q", c.y, err, c.want)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package ssm_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +114,15 @@ func TestDataFileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// WriteBinary refuses ±Inf, so the file with one is written by hand.
+	raw := make([]byte, 0, 24)
+	for _, v := range []float64{1, math.Inf(1), 2} {
+		raw = binary.LittleEndian.AppendUint64(raw, math.Float64bits(v))
+	}
+	infBin := filepath.Join(dir, "inf.bin")
+	if err := os.WriteFile(infBin, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		file ssm.DataFile
 		want [][]float64
@@ -149,6 +160,7 @@ func TestDataFileOpen(t *testing.T) {
 		{ssm.DataFile{Path: csvPath}, csvPath + ": ssm: csv line 2, column 1: non-numeric cell"},
 		{ssm.DataFile{Path: plain, ID: "week"}, plain + `: ssm: csv line 1: no column named "week"`},
 		{ssm.DataFile{Path: filepath.Join(dir, "nope.bin")}, "no such file"},
+		{ssm.DataFile{Path: infBin}, infBin + ": ssm: invalid data: observation 1, component 0 is +Inf"},
 	} {
 		d, closer, err := c.file.Open()
 		if err == nil || !strings.Contains(err.Error(), c.want) || len(d.Sequences) != 0 || closer == nil {
