@@ -1,9 +1,9 @@
 // Package paper is the driver of the paper-protocol commands (lgssm_ksd,
-// synthetic, realdata). A command states its flags and its experiments as
-// data; the driver parses the shared flags, runs package compare on every
-// experiment (the paper's gradient estimators on one model and data set,
-// equal compute time, step size chosen by the kernel Stein discrepancy) and
-// writes the report, the JSON results and the plots.
+// lgssmd, synthetic, realdata). A command states its flags and its
+// experiments as data; the driver parses the shared flags, runs package
+// compare on every experiment (the paper's gradient estimators on one
+// model and data set, equal compute time, step size chosen by the kernel
+// Stein discrepancy) and writes the report, the JSON results and the plots.
 //
 // # Flags
 //
@@ -16,12 +16,17 @@
 //
 // An Experiment holds the model (its proposal applied), the training data,
 // the methods (Estimators.Method builds them from the Gradient kinds of the
-// paper's tables: Full, Weekly, No Buffer, Buffer), the starting point, the
+// paper's tables: Full, Weekly, No Buffer, Buffer; Estimators.Filtered one
+// per filter, particle or exact), the starting point, the
 // data-generating parameters of synthetic data, the KSD's reference score
 // and the paper's table with the headings of the report. Run runs them in
 // order: the k-th (from 0) uses seed Seed + k·2²⁰ for the comparison and
 // PCG stream (Seed, 1000 + k) for the chains' starting jitter (N(0, 0.1²)
 // on each unconstrained coordinate).
+//
+// An Experiment's Reduce, when set, replaces the comparison's result
+// before anything is reported (lgssmd: KSD and MSE by parameter group
+// instead of by coordinate).
 //
 // For every experiment Run writes, to stdout, the heading
 // "=== Title (seconds s)Note ===" and compare.WriteReport's tables, then the

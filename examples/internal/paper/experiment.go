@@ -41,6 +41,11 @@ type Experiment struct {
 	// Versus heads the comparison with the paper, Means the posterior
 	// means, and Plot titles the plots.
 	Title, Note, Versus, Means, Plot string
+	// Reduce, when set, maps the comparison's result to the one reported,
+	// written and plotted, before After sees it (lgssmd sums the KSD of the
+	// d² + 2d coordinates into the parameter groups A, σ, τ). Nil reports
+	// the comparison's result itself.
+	Reduce func(res *compare.Result) (*compare.Result, error)
 	// After, when set, computes the command's own results from the
 	// comparison's (realdata's held-out predictive fit).
 	After func(ctx context.Context, res *compare.Result) (Extra, error)
@@ -89,6 +94,11 @@ func (f *Flags) run(ctx context.Context, stdout, stderr io.Writer, ex Experiment
 	res, err := compare.Run(ctx, ex.Methods, set)
 	if err != nil {
 		return err
+	}
+	if ex.Reduce != nil {
+		if res, err = ex.Reduce(res); err != nil {
+			return err
+		}
 	}
 	var extra Extra
 	if ex.After != nil {

@@ -1,6 +1,8 @@
 package paper
 
 import (
+	"fmt"
+
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
@@ -66,6 +68,23 @@ func (e Estimators) Methods(gs ...Gradient) []compare.Method {
 	out := make([]compare.Method, len(gs))
 	for i, g := range gs {
 		out[i] = e.Method(g, g.String())
+	}
+	return out
+}
+
+// Filtered returns the methods of gradient g, one per entry of filters in
+// order: "pf" gives e's particle filter, labelled "<g> N=<e.PF.N>", and
+// "kf" the model's exact scorer, labelled "<g> N=inf" (the rows of the
+// paper's LGSSM tables).
+func (e Estimators) Filtered(g Gradient, filters ...string) []compare.Method {
+	out := make([]compare.Method, len(filters))
+	for i, f := range filters {
+		e.Exact = f == "kf"
+		label := fmt.Sprintf("%s N=%d", g, e.PF.N)
+		if e.Exact {
+			label = g.String() + " N=inf"
+		}
+		out[i] = e.Method(g, label)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -78,6 +79,26 @@ func TestMethod(t *testing.T) {
 	}
 	if a, b := grad(t, must(ms[2].New(0)), u), grad(t, must(ms[3].New(0)), u); slices.Equal(a, b) {
 		t.Errorf("No Buffer and Buffer give the same gradient %v", a)
+	}
+}
+
+// TestFiltered checks the labels of Filtered and that "kf" is the exact
+// scorer: its gradient is Method's with Exact set.
+func TestFiltered(t *testing.T) {
+	m, data := lgssmData(t, 200)
+	u, _ := m.Params(0.8, 0.5, 1.2)
+	e := Estimators{Model: m, Data: data, PF: pf.Settings{N: 64}, S: 20, B: 5}
+	ms := e.Filtered(Buffer, "pf", "kf")
+	if len(ms) != 2 || ms[0].Name != "Buffer N=64" || ms[1].Name != "Buffer N=inf" {
+		t.Fatalf("methods %+v", ms)
+	}
+	exact := e
+	exact.Exact = true
+	if a, b := grad(t, must(ms[1].New(0)), u), grad(t, must(exact.Method(Buffer, "").New(0)), u); !slices.Equal(a, b) {
+		t.Errorf("kf gradient %v, want the exact %v", a, b)
+	}
+	if a, b := grad(t, must(ms[0].New(0)), u), grad(t, must(exact.Method(Buffer, "").New(0)), u); slices.Equal(a, b) {
+		t.Errorf("pf gradient equals the exact one %v", a)
 	}
 }
 
@@ -164,7 +185,7 @@ func (e extra) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// TestRun runs two tiny experiments, one with and one without Truth and
+// TestRun runs two tiny experiments, one with Truth and Reduce and one with
 // Extra, and checks the report, the file names and the plots.
 func TestRun(t *testing.T) {
 	out := t.TempDir()
@@ -183,6 +204,11 @@ func TestRun(t *testing.T) {
 	}
 	syn, real := base, base
 	syn.Name, syn.Label, syn.Title, syn.Note, syn.Truth = "syn", "s", "Synthetic", "; NOTE", []float64{0.9, 0.7, 1}
+	syn.Reduce = func(res *compare.Result) (*compare.Result, error) {
+		r := *res
+		r.Names = []string{"r_phi", "r_sigma", "r_tau"}
+		return &r, nil
+	}
 	real.Name, real.Label, real.Title = "real", "r", "Real"
 	real.After = func(_ context.Context, res *compare.Result) (Extra, error) { return extra{len(res.Methods)}, nil }
 	var stdout, stderr bytes.Buffer
@@ -205,14 +231,14 @@ func TestRun(t *testing.T) {
 		}
 	}
 	s := compare.ReadJSON[compare.Summary](t, filepath.Join(out, "results_syn.json"))
-	if len(s.Methods) != 2 || s.Methods[1].Name != "Buffer" {
+	if len(s.Methods) != 2 || s.Methods[1].Name != "Buffer" || s.Names[0] != "r_phi" {
 		t.Errorf("results_syn.json: %+v", s)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "results_real.json")); err != nil || string(b) != `{"extra": true}` {
 		t.Errorf("results_real.json: %q, %v", b, err)
 	}
 	for _, p := range []string{"phi", "sigma", "tau"} {
-		compare.CheckPNG(t, filepath.Join(out, "mse_syn_"+p+".png"), 100)
+		compare.CheckPNG(t, filepath.Join(out, "mse_syn_r_"+p+".png"), 100) // Reduce renamed them
 		compare.CheckPNG(t, filepath.Join(out, "trace_real_"+p+".png"), 100)
 	}
 	if _, err := os.Stat(filepath.Join(out, "mse_real_phi.png")); err == nil {
