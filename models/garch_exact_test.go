@@ -37,6 +37,13 @@ func gxU(t testing.TB, mu, phi, lam, tau float64) []float64 {
 // gxDAXMode is the DAX posterior mode (μ, φ, λ, τ).
 var gxDAXMode = [4]float64{0.90, 0.989, 0.26, 0.64}
 
+// gxU0 is a point near the posterior mode of u on all 1859 DAX returns,
+// and gxU0SD the posterior sds of u there.
+var (
+	gxU0   = [4]float64{-0.228, 4.48, -1.02, -0.449}
+	gxU0SD = [4]float64{0.98, 0.48, 0.21, 0.045}
+)
+
 // gxSim simulates T observations at u.
 func gxSim(t testing.TB, u []float64, T int, seed uint64) ssm.Sequence {
 	t.Helper()
@@ -48,8 +55,8 @@ func gxSim(t testing.TB, u []float64, T int, seed uint64) ssm.Sequence {
 }
 
 // TestGARCHExactFD checks the forward-mode gradient on the full window
-// against central differences of the same discretised log-likelihood
-// (grid edges frozen at u, as the tangents assume).
+// against central differences of the returned log-likelihood (the nodes
+// do not depend on u, so nothing is frozen).
 func TestGARCHExactFD(t *testing.T) {
 	dax := gxDAX(t, 300)
 	cases := []struct {
@@ -59,6 +66,7 @@ func TestGARCHExactFD(t *testing.T) {
 	}{
 		{"DAX mode", gxU(t, gxDAXMode[0], gxDAXMode[1], gxDAXMode[2], gxDAXMode[3]), dax},
 		{"DAX other", gxU(t, 0.46, 0.936, 0.53, 0.72), dax},
+		{"all DAX, u0", gxU0[:], gxDAX(t, 1<<30)},
 	}
 	paper, err := GARCH{}.FromABG(0.1, 0.8, 0.05, 0.3)
 	if err != nil {
@@ -76,7 +84,7 @@ func TestGARCHExactFD(t *testing.T) {
 	for _, c := range cases {
 		w := ssm.Full(c.seq.Len())
 		grad := make([]float64, 4)
-		ll, err := garchExactScore(grad, c.u, nil, c.seq, w, garchExactG)
+		ll, err := garchExactScore(grad, c.u, c.seq, w, garchExactG)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,15 +94,15 @@ func TestGARCHExactFD(t *testing.T) {
 			dn := append([]float64(nil), c.u...)
 			up[i] += h
 			dn[i] -= h
-			lp, err1 := garchExactScore(nil, up, c.u, c.seq, w, garchExactG)
-			lm, err2 := garchExactScore(nil, dn, c.u, c.seq, w, garchExactG)
+			lp, err1 := garchExactScore(nil, up, c.seq, w, garchExactG)
+			lm, err2 := garchExactScore(nil, dn, c.seq, w, garchExactG)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
 			fd := (lp - lm) / (2 * h)
 			rel := math.Abs(fd-grad[i]) / math.Max(1, math.Abs(fd))
 			t.Logf("%s: ll %.6f, grad[%d] = %.8g, FD %.8g, rel %.2g", c.name, ll, i, grad[i], fd, rel)
-			if rel > 1e-5 {
+			if rel > 1e-6 {
 				t.Errorf("%s: grad[%d] = %.10g, FD %.10g (rel %.3g)", c.name, i, grad[i], fd, rel)
 			}
 		}
@@ -116,35 +124,108 @@ func BenchmarkGARCHExact(b *testing.B) {
 	}
 }
 
-// TestGARCHExactConvergence measures the grid error on the first 300 DAX
-// returns at the posterior mode: G against 2G, for the log-likelihood and
-// for the gradient, the latter in units of the posterior scale (the
-// gradient error times the posterior sd of u_i, the shift it causes in
-// posterior sds; sd from −∂²ℓ/∂u_i² measured at G = 128 on these 300
-// returns: 1.16, 0.59, 0.103, 0.067).
+// TestGARCHExactConvergence measures the discretisation error on the DAX
+// returns: G against 2G, for the log-likelihood and for the gradient, the
+// latter in units of the posterior scale (the gradient error times the
+// posterior sd of u_i, the shift it causes in posterior sds): on the first
+// 300 returns at the posterior mode (sd from −∂²ℓ/∂u_i² on these 300
+// returns: 1.16, 0.59, 0.103, 0.067) and on all 1859 at gxU0.
 func TestGARCHExactConvergence(t *testing.T) {
-	seq := gxDAX(t, 300)
-	u := gxU(t, gxDAXMode[0], gxDAXMode[1], gxDAXMode[2], gxDAXMode[3])
-	sd := []float64{1.16, 0.59, 0.103, 0.067}
-	var ll [2]float64
-	var grad [2][]float64
-	for k, g := range []int{garchExactG, 2 * garchExactG} {
-		grad[k] = make([]float64, 4)
-		var err error
-		if ll[k], err = garchExactScore(grad[k], u, nil, seq, ssm.Full(seq.Len()), g); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		seq  ssm.Sequence
+		u    []float64
+		sd   []float64
+	}{
+		{"300 returns, mode", gxDAX(t, 300), gxU(t, gxDAXMode[0], gxDAXMode[1], gxDAXMode[2], gxDAXMode[3]), []float64{1.16, 0.59, 0.103, 0.067}},
+		{"1859 returns, u0", gxDAX(t, 1<<30), gxU0[:], gxU0SD[:]},
+	} {
+		var ll [2]float64
+		var grad [2][]float64
+		for k, g := range []int{garchExactG, 2 * garchExactG} {
+			grad[k] = make([]float64, 4)
+			var err error
+			if ll[k], err = garchExactScore(grad[k], c.u, c.seq, ssm.Full(c.seq.Len()), g); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: G = %d: log-likelihood %.5f, gradient %.5f", c.name, g, ll[k], grad[k])
 		}
-		t.Logf("G = %d: log-likelihood %.5f, gradient %.5f", g, ll[k], grad[k])
+		if d := ll[1] - ll[0]; math.Abs(d) > 0.5 {
+			t.Errorf("%s: log-likelihood: G = %d and %d differ by %.3g", c.name, garchExactG, 2*garchExactG, d)
+		}
+		for i := range 4 {
+			d := grad[1][i] - grad[0][i]
+			t.Logf("%s: gradient[%d]: G vs 2G %.4f, times posterior sd %.4f", c.name, i, d, d*c.sd[i])
+			if math.Abs(d*c.sd[i]) > 0.05 {
+				t.Errorf("%s: gradient[%d]: G = %d and %d differ by %.3g = %.3g posterior sds", c.name, i, garchExactG, 2*garchExactG, d, d*c.sd[i])
+			}
+		}
 	}
-	if d := ll[1] - ll[0]; math.Abs(d) > 0.5 {
-		t.Errorf("log-likelihood: G = %d and %d differ by %.3g", garchExactG, 2*garchExactG, d)
+}
+
+// TestGARCHExactSmooth checks that the gradient is smooth in u, as the
+// second-order control variate needs: on all DAX returns at gxU0, the
+// central-difference Jacobians of the gradient with steps 10⁻⁴ and 0.05
+// posterior sds agree to 1% of each row's largest entry, the Jacobian is
+// symmetric to 1%, and it changes by less than 10% over 0.1 sd of u_3
+// (λ, where a histogram filter's Jacobian jumped between −952 and +1501).
+func TestGARCHExactSmooth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full DAX Jacobians")
 	}
+	seq := gxDAX(t, 1<<30)
+	w := ssm.Full(seq.Len())
+	jac := func(u []float64, f float64) [4][4]float64 {
+		var J [4][4]float64
+		for k := range 4 {
+			h := f * gxU0SD[k]
+			up := append([]float64(nil), u...)
+			dn := append([]float64(nil), u...)
+			up[k] += h
+			dn[k] -= h
+			gp, gm := make([]float64, 4), make([]float64, 4)
+			if _, err := garchExactScore(gp, up, seq, w, garchExactG); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := garchExactScore(gm, dn, seq, w, garchExactG); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				J[i][k] = (gp[i] - gm[i]) / (2 * h)
+			}
+		}
+		return J
+	}
+	rowMax := func(J [4][4]float64, i int) float64 {
+		m := 0.0
+		for k := range 4 {
+			m = math.Max(m, math.Abs(J[i][k]))
+		}
+		return m
+	}
+	u0 := gxU0[:]
+	u1 := append([]float64(nil), u0...)
+	u1[2] += 0.1 * gxU0SD[2]
+	fine, coarse, moved := jac(u0, 1e-4), jac(u0, 0.05), jac(u1, 0.05)
+	var worstStep, worstSym, worstMove float64
 	for i := range 4 {
-		d := grad[1][i] - grad[0][i]
-		t.Logf("gradient[%d]: G vs 2G %.4f, times posterior sd %.4f", i, d, d*sd[i])
-		if math.Abs(d*sd[i]) > 0.05 {
-			t.Errorf("gradient[%d]: G = %d and %d differ by %.3g = %.3g posterior sds", i, garchExactG, 2*garchExactG, d, d*sd[i])
+		t.Logf("J[%d]: step 1e-4 sd %9.3f, 0.05 sd %9.3f, at u0 + 0.1 sd in u_3 %9.3f", i, fine[i], coarse[i], moved[i])
+		m := rowMax(fine, i)
+		for k := range 4 {
+			worstStep = math.Max(worstStep, math.Abs(fine[i][k]-coarse[i][k])/m)
+			worstMove = math.Max(worstMove, math.Abs(moved[i][k]-coarse[i][k])/m)
+			worstSym = math.Max(worstSym, math.Abs(fine[i][k]-fine[k][i])/math.Max(m, rowMax(fine, k)))
 		}
+	}
+	t.Logf("relative to each row's largest entry: steps 1e-4 vs 0.05 sd %.2g, asymmetry %.2g, u0 vs u0 + 0.1 sd %.2g", worstStep, worstSym, worstMove)
+	if worstStep > 0.01 {
+		t.Errorf("Jacobians with steps 1e-4 and 0.05 sd differ by %.3g of a row's largest entry", worstStep)
+	}
+	if worstSym > 0.01 {
+		t.Errorf("Jacobian asymmetric by %.3g", worstSym)
+	}
+	if worstMove > 0.1 {
+		t.Errorf("Jacobian changes by %.3g over 0.1 sd of u_3", worstMove)
 	}
 }
 
@@ -207,7 +288,7 @@ func TestGARCHExactLogLikPF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ll2, err := garchExactScore(nil, u, nil, seq, w, 2*garchExactG)
+		ll2, err := garchExactScore(nil, u, seq, w, 2*garchExactG)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,8 +307,8 @@ func TestGARCHExactLogLikPF(t *testing.T) {
 		if math.Abs(ll2-ll) > 0.01 {
 			t.Errorf("%v: G = %d and %d differ by %.3g", c, garchExactG, 2*garchExactG, ll2-ll)
 		}
-		// The particle check is on the finer grid: at G = 64 the grid's
-		// own error (checked above) is comparable to the particles' SE.
+		// The particle check is on the finer grid (G = 64 is within
+		// 0.0002 nats of it here).
 		if math.Abs(ll2-pll) > 4*se {
 			t.Errorf("%v: grid (G = %d) %.5f vs particles %.5f ± %.5f", c, 2*garchExactG, ll2, pll, se)
 		}
@@ -330,10 +411,10 @@ func TestGARCHExactTiledPF(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The particle check is on a finer grid (4G): at G = 64 the grid error
-	// of the τ component is a few particle SEs.
+	// The particle check is on a finer grid (4G), the reference for the
+	// discretisation.
 	fine := make([]float64, 4)
-	if _, err := garchExactScore(fine, u, nil, seq, ssm.Full(T), 4*garchExactG); err != nil {
+	if _, err := garchExactScore(fine, u, seq, ssm.Full(T), 4*garchExactG); err != nil {
 		t.Fatal(err)
 	}
 	// Many replicates of moderate N: the ancestral score's sampling
