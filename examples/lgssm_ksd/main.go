@@ -49,6 +49,8 @@ posterior score. Prints the grid search, our table, the paper's and a
 comparison; writes results_T*.json and MSE traces mse_T*_*.png to -out.
 
 Paper sizes (hours): -T 1000,1000000 -time 10m. Defaults take about 3 minutes.
+-study scale (first argument) runs the study of wall time to a given
+accuracy at T = 10^4..10^6 instead: -study scale -h for its flags.
 
 Flags:`,
 	Defaults: compare.FlagDefaults{
@@ -101,6 +103,12 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	if rest, ok, err := scaleArgs(args); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return runScale(rest, stdout, stderr)
+	}
 	c, err := parse(args, stderr)
 	if err != nil {
 		return err
