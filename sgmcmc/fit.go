@@ -133,6 +133,22 @@ type FitSettings struct {
 	// score at the mode (0: up to 48, fewer when the estimate is precise
 	// to 0.1 posterior sd; exact gradients need one).
 	AnchorPasses int
+	// PrepObs, when positive and less than half the observations, makes
+	// the preparation (Newton, Jacobian, the control variate's anchor)
+	// use a subset of about PrepObs of them (blocks of 1000 spread evenly)
+	// instead of the whole data: no pass over all T observations, so the
+	// preparation's cost stops growing with T. The price is calibration:
+	// the anchor ĝ(u*) then carries the subset's sampling error, which
+	// moves the control-variate chains' mean by about √(T/PrepObs − 1)
+	// posterior sds (no unbiased gradient with a fixed anchor can avoid
+	// it; the plain gradient needs no anchor but its noise grows like T/S,
+	// so its cost per effective draw is O(T) again). Preparation.ShiftSD
+	// reports the shift measured from the blocks' spread, and the fit
+	// warns when it exceeds 0.25 sd. Setting PrepObs accepts that shift:
+	// AutoGradient then compares the estimators by cost alone (otherwise
+	// an imprecise anchor makes it keep the plain gradient). 0 (the
+	// default) uses every observation.
+	PrepObs int
 	// NoiseProbes is the number of points at which the gradient noise is
 	// measured, two evaluations each (0: 96).
 	NoiseProbes int
@@ -306,8 +322,8 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		return nil, bad("S = %d is negative", s.S)
 	case s.N < 0 || s.AnchorParticles < 0 || s.CVParticles < 0:
 		return nil, bad("N = %d, CVParticles = %d and AnchorParticles = %d must not be negative", s.N, s.CVParticles, s.AnchorParticles)
-	case s.WarmUp < 0 || s.AnchorPasses < 0 || s.NoiseProbes < 0:
-		return nil, bad("WarmUp, AnchorPasses and NoiseProbes must not be negative")
+	case s.WarmUp < 0 || s.AnchorPasses < 0 || s.NoiseProbes < 0 || s.PrepObs < 0:
+		return nil, bad("WarmUp, AnchorPasses, NoiseProbes and PrepObs must not be negative")
 	case s.StepSize < 0 || math.IsNaN(s.StepSize) || s.StepSize >= 1:
 		return nil, bad("StepSize = %v must be in [0, 1) (0 chooses it)", s.StepSize)
 	case s.Iterations < 0 || s.TargetESS < 0 || s.AdaptWindow < 0 || s.Thin < 0:
@@ -497,6 +513,21 @@ type tiling struct {
 	fisher   []float64 // empirical Fisher information of the blocks, averaged over passes
 	passes   int
 	loglik   float64 // the passes' mean log-likelihood estimate
+	// subSE is, on a subset (fit.scale ≠ 0), the standard error of mean
+	// as an estimate of the whole data's score from the subset's sampling
+	// alone: the subset's blocks are a sample of the data's, and every
+	// pass shares them, so more passes do not reduce it.
+	subSE []float64
+}
+
+// anchorSE returns the anchor's standard error: Monte Carlo and, on a
+// subset, sampling.
+func (t *tiling) anchorSE() []float64 {
+	se := append([]float64(nil), t.se...)
+	for a := range t.subSE {
+		se[a] = math.Hypot(se[a], t.subSE[a])
+	}
+	return se
 }
 
 // parallel calls job(est, i) for every i in [0, n) on up to Workers
@@ -537,17 +568,27 @@ func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, 
 	}
 	type partial struct {
 		g, fi, sum []float64
+		blk        []float64 // on a subset: the score summed per block (sequence)
 		nw         int
 		ll         float64
+	}
+	nblk := 0
+	if f.scale != 0 {
+		nblk = len(f.data.Sequences)
 	}
 	res := make([]partial, passes*parts)
 	err := f.parallel(passes*parts, set, func(est *gradient.Estimator, job int) error {
 		i, part := job/parts, job%parts
 		rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
 		offset := rng.IntN(max(f.s.S, 1))
-		r := partial{g: make([]float64, p), fi: make([]float64, p*p), sum: make([]float64, p)}
-		ll, err := est.TilePart(ctx, r.g, u, offset, part, parts, rng, func(_ int, _ ssm.Window, gw []float64) {
+		r := partial{g: make([]float64, p), fi: make([]float64, p*p), sum: make([]float64, p), blk: make([]float64, nblk*p)}
+		ll, err := est.TilePart(ctx, r.g, u, offset, part, parts, rng, func(seq int, _ ssm.Window, gw []float64) {
 			r.nw++
+			if nblk > 0 {
+				for a, va := range gw {
+					r.blk[seq*p+a] += va
+				}
+			}
 			for a, va := range gw {
 				r.sum[a] += va
 				for b, vb := range gw {
@@ -592,6 +633,7 @@ func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, 
 	}
 	t := &tiling{mean: make([]float64, p), se: make([]float64, p), fisher: make([]float64, p*p), passes: passes, loglik: ll}
 	if f.scale != 0 {
+		t.subSE = subsetSE(res, passes, parts, nblk, p, f.scale, func(r partial) []float64 { return r.blk })
 		for i := range grads {
 			for a := range grads[i] {
 				grads[i][a] *= f.scale
@@ -621,6 +663,46 @@ func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, 
 		}
 	}
 	return t, nil
+}
+
+// subsetSE returns the sampling standard error of a subset's scaled score
+// total/n·Σ_blocks b_k as an estimate of the whole data's: the m blocks
+// are treated as a sample without replacement of the data's m·scale,
+// Var = scale²·m·s²_b·(1 − 1/scale) with s²_b the blocks' sample variance
+// (averaged over the passes, which share the blocks). blocks(r) returns a
+// job's per-block sums (the parts of a pass own disjoint tiling blocks
+// but may share a subset block, so they are added first).
+func subsetSE[R any](res []R, passes, parts, m, p int, scale float64, blocks func(R) []float64) []float64 {
+	se := make([]float64, p)
+	if m < 2 {
+		return se
+	}
+	b := make([]float64, m*p)
+	for i := range passes {
+		clear(b)
+		for _, r := range res[i*parts : (i+1)*parts] {
+			for k, v := range blocks(r) {
+				b[k] += v
+			}
+		}
+		for a := range p {
+			mean := 0.0
+			for k := range m {
+				mean += b[k*p+a]
+			}
+			mean /= float64(m)
+			ss := 0.0
+			for k := range m {
+				d := b[k*p+a] - mean
+				ss += d * d
+			}
+			se[a] += scale * scale * float64(m) * ss / float64(m-1) * max(0, 1-1/scale) / float64(passes)
+		}
+	}
+	for a := range se {
+		se[a] = math.Sqrt(se[a])
+	}
+	return se
 }
 
 // merge adds the passes of o to t.
@@ -803,7 +885,20 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	// mode, while each level starts a few sds from its own mode (5–11 on
 	// the simulated SVM at 10⁷ and 10⁸), so the full data took two or
 	// three Newton steps.
+	// sf is f, or with PrepObs a subset of it: the Newton steps from here
+	// on, the anchor and the Jacobian read sf's observations only.
+	var levels []int
 	for n := subsetObs; f.deterministic() && f.total > 2*n; n *= 10 {
+		levels = append(levels, n)
+	}
+	sf := f
+	if f.prepSubset() {
+		for len(levels) > 0 && levels[len(levels)-1] >= f.s.PrepObs {
+			levels = levels[:len(levels)-1]
+		}
+		levels = append(levels, f.s.PrepObs)
+	}
+	for _, n := range levels {
 		sub := f.subset(n)
 		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
 		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
@@ -814,10 +909,14 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		// second round after a regrid.
 		f.regrid(u)
 	}
+	if f.prepSubset() {
+		sf = f.subset(f.s.PrepObs) // after the regrid: subset copies the grid
+		f.log("PrepObs: the anchor, Jacobian and metric come from a subset of %d of the %d observations (no full-data pass)", sf.total, f.total)
+	}
 	var t *tiling
 	var h *mat.SymDense
 	var l []float64
-	if u, t, h, l, stream, err = f.newton(ctx, u, passes, stream); err != nil {
+	if u, t, h, l, stream, err = sf.newton(ctx, u, passes, stream); err != nil {
 		return err
 	}
 	// The anchor: fresh passes with AnchorParticles until its error moves
@@ -834,8 +933,8 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		// linear term: on the simulated SVM with T = 10⁶, a 10⁵ subset's
 		// diagonal was within 0.7–5% of the full data's, and τ's
 		// posterior sd moved by 2.6% (0.00334 vs 0.00343).
-		jf := f
-		if f.total > 2*jacobianObs {
+		jf := sf
+		if sf.total > 2*jacobianObs {
 			jf = f.subset(jacobianObs)
 		}
 		if jac, err = jf.jacobian(ctx, u, stream); err != nil {
@@ -848,7 +947,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		// Four passes at least: their spread is the standard error's
 		// estimate, and two would give it one degree of freedom.
 		first := min(4, f.s.AnchorPasses)
-		if t, err = f.tile(ctx, u, first, stream, f.aset); err != nil {
+		if t, err = sf.tile(ctx, u, first, stream, f.aset); err != nil {
 			return err
 		}
 		stream += uint64(first)
@@ -857,7 +956,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	for !f.deterministic() && t.passes < f.s.AnchorPasses && shift() > 0.1 {
 		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
 		more := min(max(need-t.passes, f.s.Workers), f.s.AnchorPasses-t.passes)
-		o, err := f.tile(ctx, u, more, stream, f.aset)
+		o, err := sf.tile(ctx, u, more, stream, f.aset)
 		if err != nil {
 			return err
 		}
@@ -888,7 +987,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		setCorr()
 		for own.passes < f.s.AnchorPasses && maxAbs(lTrans(l, corrSE)) > 0.1 {
 			more := min(max(own.passes, f.s.Workers), f.s.AnchorPasses-own.passes)
-			o, err := f.tile(ctx, u, more, stream, f.gset)
+			o, err := sf.tile(ctx, u, more, stream, f.gset)
 			if err != nil {
 				return err
 			}
@@ -897,8 +996,8 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 			setCorr()
 		}
 	}
-	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.se, Grid: f.gset.Grid, Jacobian: jac, S: f.gset.S, B: f.gset.B,
-		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.se)), Correction: correction, CorrectionSE: corrSE}
+	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Jacobian: jac, S: f.gset.S, B: f.gset.B,
+		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 
@@ -1010,6 +1109,9 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 	}
 	return u, t, h, l, stream, nil
 }
+
+// prepSubset reports whether PrepObs makes the preparation use a subset.
+func (f *fit) prepSubset() bool { return f.s.PrepObs > 0 && f.total > 2*f.s.PrepObs }
 
 // jacobianObs is the size of the subset the Jacobian uses on data more
 // than twice as long.
@@ -1240,7 +1342,7 @@ func (f *fit) chooseGradient() {
 	switch f.s.Gradient {
 	case AutoGradient:
 		pr.Gradient = PlainGradient
-		if pr.CostCV*(1+f.cvKappa()*lc) < pr.CostPlain*(1+lp) && pr.ShiftSD <= 0.25 {
+		if pr.CostCV*(1+f.cvKappa()*lc) < pr.CostPlain*(1+lp) && (pr.ShiftSD <= 0.25 || f.prepSubset()) {
 			pr.Gradient = ControlVariateGradient
 		}
 	default:

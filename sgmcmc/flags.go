@@ -35,6 +35,7 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.WarmUp, "warmup", s.WarmUp, "Adam iterations that look for the mode (0: 300)")
 	fs.IntVar(&s.AdaptWindow, "adapt", s.AdaptWindow, "iterations of each of the 3 metric-adaptation windows (0: 10 autocorrelation times, at least 300)")
 	fs.IntVar(&s.Iterations, "iters", s.Iterations, "sampling iterations per chain after the adaptation (0: enough for 400 effective draws by the measured autocorrelation)")
+	fs.IntVar(&s.PrepObs, "prepobs", s.PrepObs, "observations the preparation (Newton, anchor, Jacobian) reads at most, on long data (0: all; fewer skips every full-data pass but the anchor's sampling error shifts the mean by about sqrt(T/prepobs - 1) posterior sds, which the fit reports)")
 	fs.DurationVar(&s.MaxTime, "time", s.MaxTime, "compute-time budget of each chain's sampling (e.g. 60s; 0: none)")
 	fs.IntVar(&s.Thin, "thin", s.Thin, "keep every thin-th draw (0: 1)")
 	fs.IntVar(&s.Chains, "chains", s.Chains, "number of chains (0: 4)")

@@ -257,7 +257,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
 	}
 	if pr.ShiftSD > 0.25 && pr.Gradient == ControlVariateGradient {
-		post.Warnings = append(post.Warnings, fmt.Sprintf("the full-data score at the mode is imprecise: its error may shift the mean by %.2f posterior sd (raise AnchorPasses or N)", pr.ShiftSD))
+		fix := "raise AnchorPasses or N"
+		if f.prepSubset() {
+			fix = fmt.Sprintf("it comes from PrepObs = %d of the %d observations; raise PrepObs or set it to 0", f.s.PrepObs, f.total)
+		}
+		post.Warnings = append(post.Warnings, fmt.Sprintf("the full-data score at the mode is imprecise: its error may shift the mean by %.2f posterior sd (%s)", pr.ShiftSD, fix))
 	}
 	post.summarize()
 	if f.s.KSDDraws > 0 && ctx.Err() == nil {

@@ -1,0 +1,86 @@
+package sgmcmc
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// countingLGSSM is the LGSSM whose exact scorer counts the observations
+// it reads.
+type countingLGSSM struct {
+	models.LGSSM
+	obs *atomic.Int64
+}
+
+func (m countingLGSSM) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+	m.obs.Add(int64(w.End - w.Start))
+	return m.LGSSM.ExactScore(grad, u, seq, w)
+}
+
+// TestPrepObs checks FitSettings.PrepObs on a simulated LGSSM of T = 2·10⁶
+// observations with exact (Kalman) gradients and PrepObs = 2·10⁴: the
+// preparation reads far fewer than T observations (no full-data pass),
+// its anchor differs from the exact full-data score at the same point by
+// less than 4 of its reported standard errors in every coordinate, and
+// the reported mean shift ShiftSD is about √(T/PrepObs − 1) = 9.95
+// posterior sds (within a factor 2): the theory the setting documents.
+func TestPrepObs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test")
+	}
+	const T, n = 2000000, 20000
+	m := models.LGSSM{}
+	u, err := m.Params(0.9, 0.5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, seq, err := m.Simulate(T, u, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	var obs atomic.Int64
+	cm := countingLGSSM{obs: &obs}
+	f, err := newFit(cm, data, FitSettings{Seed: 2, Exact: true, PrepObs: n, Gradient: ControlVariateGradient, NoiseProbes: 8, WarmUp: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := f.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := obs.Load()
+	t.Logf("preparation read %d observations (T = %d)", read, T)
+	// Newton levels ≥ n are skipped; the subset's Newton, the
+	// Jacobian's 2p tilings and the noise probes read a few times n.
+	if read > T/2 {
+		t.Errorf("the preparation read %d observations, want < T/2 = %d (no full-data pass)", read, T/2)
+	}
+	exact, err := gradient.New(m, data, gradient.Settings{Exact: true, Subsequencer: gradient.Subsequencer{S: f.gset.S, B: f.gset.B}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := make([]float64, f.dim)
+	if _, err := exact.Tile(ctx, full, f.prep.Mode, 0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range full {
+		d, se := f.prep.Anchor[i]-full[i], f.prep.AnchorSE[i]
+		t.Logf("coordinate %d: anchor %.2f, full-data score %.2f, difference %.2f, reported SE %.2f", i, f.prep.Anchor[i], full[i], d, se)
+		if math.Abs(d) > 4*se {
+			t.Errorf("coordinate %d: the subset anchor is %.2f from the full-data score, more than 4 reported SEs (%.2f)", i, d, se)
+		}
+	}
+	want := math.Sqrt(float64(T)/n - 1)
+	t.Logf("ShiftSD %.2f, √(T/n − 1) = %.2f", f.prep.ShiftSD, want)
+	if f.prep.ShiftSD < want/2 || f.prep.ShiftSD > 2*want {
+		t.Errorf("ShiftSD = %.2f, want within a factor 2 of √(T/n − 1) = %.2f", f.prep.ShiftSD, want)
+	}
+}
