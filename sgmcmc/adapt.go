@@ -15,6 +15,12 @@ import (
 
 // estimator returns a fresh estimator of the chosen kind.
 func (f *fit) estimator() (Estimator, error) {
+	if f.prep.Gradient == FullGradient {
+		set := f.gset
+		set.Sampling = gradient.Full
+		set.Choice = gradient.AllSequences
+		return f.newEstimator(set), nil
+	}
 	if f.prep.Gradient != ControlVariateGradient {
 		return &corrected{est: f.newEstimator(f.gset), c: f.prep.Correction}, nil
 	}
@@ -80,14 +86,8 @@ func (f *fit) adapt(ctx context.Context) error {
 		}
 		f.log("adaptation window %d: %d chains × %d iterations, step %.3g", win+1, chains, n, h)
 		var setupErr error
-		w := f.noiseW()
-		res, err := Run(ctx, func(int) Estimator {
-			est, err := f.estimator()
-			if err != nil {
-				setupErr = err
-			}
-			return est
-		}, func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
+		newEst, newMethod, acceptance := f.chainFactories(f.noiseW(), &setupErr)
+		res, err := Run(ctx, newEst, newMethod,
 			func(c int, u []float64) error { copy(u, starts[c]); return nil },
 			p, Settings{Iterations: n, Schedule: Constant(h), Chains: chains, Concurrency: f.s.Workers,
 				Seed: f.s.Seed + uint64(win+1)*0x9E3779B97F4A7C15, NonFinite: Skip, Recorder: Multi(recs...)})
@@ -119,6 +119,9 @@ func (f *fit) adapt(ctx context.Context) error {
 		}
 		if err := f.updateMetric(cov); err != nil {
 			return err
+		}
+		if acc := acceptance(); !math.IsNaN(acc) {
+			f.tuneMALA(acc)
 		}
 		// The noise where the chains are, not only near u*: the
 		// control-variate noise grows with the distance from u*, and a W

@@ -17,7 +17,8 @@ import (
 )
 
 // TestFitLGSSMCalibration fits the simulated LGSSM series of testdata (T =
-// 2000) with exact (Kalman) buffered gradients and the defaults, and
+// 2000) with exact (Kalman) buffered gradients and the defaults (and, not
+// under -short, with the grid filter and with full-data Kalman scores), and
 // compares the posterior with the independent reference of
 // examples/fit/gridref (importance sampling on the exact Kalman
 // likelihood, 20 000 draws): every mean within 0.25 reference sds and every
@@ -45,16 +46,27 @@ func TestFitLGSSMCalibration(t *testing.T) {
 		set  sgmcmc.FitSettings
 	}{
 		{"kalman", sgmcmc.FitSettings{Exact: true, Seed: 1}},
+		// The exact full-data score at every iteration: no gradient
+		// noise, Metropolis-adjusted.
+		{"full", sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient}},
 		// The default for a scalar state: the grid filter and the
 		// second-order control variate.
 		{"grid", sgmcmc.FitSettings{Seed: 1}},
 	} {
-		if c.name == "grid" && testing.Short() {
+		if c.name != "kalman" && testing.Short() {
 			continue
 		}
 		post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}}, c.set)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if pr := post.Preparation; c.name == "full" {
+			// The posterior is nearly Gaussian: the Metropolis-adjusted
+			// chains accept most proposals and their step grows to its cap.
+			t.Logf("full: step %.3g, acceptance rate %.2f", pr.StepSize, pr.Accept)
+			if pr.Gradient != sgmcmc.FullGradient || !(pr.Accept > 0.5) {
+				t.Errorf("full: gradient %v, acceptance rate %.2f; want full-data scores accepted more than half the time", pr.Gradient, pr.Accept)
+			}
 		}
 		if c.name == "grid" && post.Preparation.Grid.Nodes == 0 {
 			t.Errorf("grid: the default fit of the scalar LGSSM did not use the grid filter")

@@ -17,7 +17,7 @@ import (
 //	err := fs.Parse(os.Args[1:])
 //
 // The flags are -S, -B, -N, -Ncv (CVParticles), -filter auto|grid|particles,
-// -gradient auto|cv|plain, -step (StepSize), -warmup, -adapt (AdaptWindow),
+// -gradient auto|cv|plain|full, -step (StepSize), -warmup, -adapt (AdaptWindow),
 // -iters (Iterations), -time (MaxTime), -thin, -chains, -seed, -ksd
 // (KSDDraws, where 0 skips the KSD) and -q, which sets Progress to nil. A
 // value means what the field's documentation says (0 is Fit's default);
@@ -30,7 +30,7 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.N, "N", s.N, "number of particles of the plain gradient's filter (0: 1000)")
 	fs.IntVar(&s.CVParticles, "Ncv", s.CVParticles, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
 	fs.Var(&s.Filter, "filter", "window filter: `auto|grid|particles`; auto takes a grid filter for scalar states with a transition density, else particles")
-	fs.Var(&s.Gradient, "gradient", "stochastic gradient: `auto|cv|plain`; auto measures both and keeps the cheaper per effective draw, cv is control variates")
+	fs.Var(&s.Gradient, "gradient", "gradient: `auto|cv|plain|full`; auto measures them and keeps the cheapest per effective draw, cv is control variates, full the exact full-data score (deterministic filters only)")
 	fs.Float64Var(&s.StepSize, "step", s.StepSize, "SGLD step in posterior-scale units, in (0, 1) (0: from the measured gradient noise)")
 	fs.IntVar(&s.WarmUp, "warmup", s.WarmUp, "Adam iterations that look for the mode (0: 300)")
 	fs.IntVar(&s.AdaptWindow, "adapt", s.AdaptWindow, "iterations of each of the 3 metric-adaptation windows (0: 10 autocorrelation times, at least 300)")
@@ -70,8 +70,10 @@ func (g *Gradient) Set(v string) error {
 		*g = ControlVariateGradient
 	case "plain":
 		*g = PlainGradient
+	case "full":
+		*g = FullGradient
 	default:
-		return fmt.Errorf("unknown gradient %q (want auto, cv or plain)", v)
+		return fmt.Errorf("unknown gradient %q (want auto, cv, plain or full)", v)
 	}
 	return nil
 }

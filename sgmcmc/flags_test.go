@@ -79,7 +79,7 @@ func TestRegisterFlagsDefaults(t *testing.T) {
 func TestRegisterFlagsErrors(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"-filter smc", `unknown filter "smc" (want auto, grid or particles)`},
-		{"-gradient hmc", `unknown gradient "hmc" (want auto, cv or plain)`},
+		{"-gradient hmc", `unknown gradient "hmc" (want auto, cv, plain or full)`},
 		{"-ksd x", `invalid value "x" for flag -ksd`},
 		{"-q=maybe", `invalid boolean value "maybe" for -q`},
 		{"-iters many", `invalid value "many" for flag -iters`},

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -117,21 +116,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	iters *= f.s.Thin
 	var setupErr error
-	var mu sync.Mutex
-	newEst := func(int) Estimator {
-		est, err := f.estimator()
-		if err != nil {
-			mu.Lock()
-			setupErr = err
-			mu.Unlock()
-		}
-		return est
-	}
+	newEst, newMethod, acceptance := f.chainFactories(f.noiseW(), &setupErr)
 	var user *segmented
 	if f.s.Recorder != nil && f.s.Checkpoint == "" {
 		user = &segmented{r: f.s.Recorder}
 	}
-	w := f.noiseW()
 	starts := pr.Starts
 	burn := pr.AdaptIterations
 	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin}
@@ -177,8 +166,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if seg == 0 {
 			st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
 		}
-		res, runErr = Run(ctx, newEst,
-			func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
+		res, runErr = Run(ctx, newEst, newMethod,
 			func(c int, u []float64) error { copy(u, starts[c]); return nil },
 			f.dim, st)
 		if setupErr != nil {
@@ -217,6 +205,10 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		more := float64(iters*(seg+1)) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		iters = min(50000, max(200, int(math.Ceil(more))))
 		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
+	}
+	if acc := acceptance(); !math.IsNaN(acc) {
+		post.Preparation.Accept = acc
+		f.log("Metropolis–Hastings acceptance rate %.2f", acc)
 	}
 	if user != nil {
 		if err := user.r.Done(res); err != nil {
@@ -454,6 +446,9 @@ func (f *fit) loadPreparation() (bool, error) {
 			return false, fmt.Errorf("%w: %s.prep: %v", ErrCheckpoint, f.s.Checkpoint, err)
 		}
 		f.setGrid(f.prep.Grid)
+	}
+	if f.prep.Exact {
+		f.setExact(true)
 	}
 	return true, nil
 }

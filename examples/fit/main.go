@@ -193,8 +193,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func describe(c *config, post *sgmcmc.Posterior) string {
 	pr := post.Preparation
 	g := fmt.Sprintf("%v gradients, buffered subsequences S = %d, B = %d", pr.Gradient, pr.S, pr.B)
+	if pr.Gradient == sgmcmc.FullGradient {
+		g = "full-data scores"
+	}
 	if c.kalman {
 		return g + ", exact Kalman"
+	}
+	if pr.Exact {
+		return g + ", the model's exact scorer (nodes for σ² for GARCH)"
 	}
 	if pr.Grid.Nodes > 0 {
 		return g + fmt.Sprintf(", grid filter with %d nodes (spacing %.3g)", pr.Grid.Nodes, pr.Grid.Spacing())
