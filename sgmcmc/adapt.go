@@ -134,12 +134,14 @@ func (f *fit) adapt(ctx context.Context) error {
 				points = append(points, ch.U[j*p:(j+1)*p])
 			}
 		}
-		if err := f.noiseAt(ctx, points, 1<<45+uint64(win)<<20); err != nil {
-			return err
+		if pr.Gradient != FullGradient { // no noise to measure
+			if err := f.noiseAt(ctx, points, 1<<45+uint64(win)<<20); err != nil {
+				return err
+			}
+			f.setStep()
+			lp, lc := f.lambdas()
+			f.log("noise where the chains are: λ_max(W) plain %.3g, control variate %.3g; step %.3g", lp, lc, pr.StepSize)
 		}
-		f.setStep()
-		lp, lc := f.lambdas()
-		f.log("noise where the chains are: λ_max(W) plain %.3g, control variate %.3g; step %.3g", lp, lc, pr.StepSize)
 		if win == adaptWindows-1 {
 			pr.IAT *= h / pr.StepSize
 		}

@@ -1073,7 +1073,6 @@ func (f *fit) newCV(est *gradient.Estimator) (*gradient.ControlVariate, error) {
 // newton runs Newton steps from u on the tiled score (see prepare) and
 // returns the point, its tiling, Hessian and L, and the next stream.
 func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64) (_ []float64, t *tiling, h *mat.SymDense, l []float64, _ uint64, err error) {
-	p := f.dim
 	// Newton steps on the tiled score: each moves u towards the mode by
 	// H⁻¹∇log π, limited to 5 posterior sds. With deterministic gradients
 	// a secant line search on the directional derivative replaces the
@@ -1099,14 +1098,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 			if it == 8 {
 				break
 			}
-			g := make([]float64, p)
-			f.model.LogPrior(g, u)
-			for i := range g {
-				g[i] += t.mean[i]
-			}
-			// Newton step H⁻¹g = L Lᵀ g; its length in posterior sds is |Lᵀg|.
-			z := lTrans(l, g)
-			norm := math.Sqrt(dot(z, z))
+			z, norm := f.newtonStep(u, t, l)
 			if limit := 5.0; !det && norm > limit {
 				for i := range z {
 					z[i] *= limit / norm
@@ -1159,7 +1151,6 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 // posterior sd, or where −J is not positive definite (then it returns a
 // nil h, and the Fisher H stands).
 func (f *fit) observedNewton(ctx context.Context, u []float64, t *tiling, stream uint64) (_ []float64, _ *tiling, h *mat.SymDense, l []float64, _ uint64, err error) {
-	p := f.dim
 	for range 6 {
 		j, err := f.jacobian(ctx, u, stream)
 		if err != nil {
@@ -1180,13 +1171,7 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, t *tiling, stream
 			return u, t, h, l, stream, nil
 		}
 		h, l = hj, lj
-		g := make([]float64, p)
-		f.model.LogPrior(g, u)
-		for i := range g {
-			g[i] += t.mean[i]
-		}
-		z := lTrans(l, g)
-		norm := math.Sqrt(dot(z, z))
+		z, norm := f.newtonStep(u, t, l)
 		f.log("Newton step with the observed information: %.2f posterior sds", norm)
 		if norm < 0.1 {
 			break
@@ -1196,6 +1181,19 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, t *tiling, stream
 		}
 	}
 	return u, t, h, l, stream, nil
+}
+
+// newtonStep returns z = Lᵀg for the log posterior's gradient g at u (the
+// tiled score t plus the prior's): the Newton step H⁻¹g = L Lᵀ g is L z,
+// and its length in posterior sds is |z|.
+func (f *fit) newtonStep(u []float64, t *tiling, l []float64) ([]float64, float64) {
+	g := make([]float64, f.dim)
+	f.model.LogPrior(g, u)
+	for i := range g {
+		g[i] += t.mean[i]
+	}
+	z := lTrans(l, g)
+	return z, math.Sqrt(dot(z, z))
 }
 
 // negated returns −a.
@@ -1425,6 +1423,11 @@ func (f *fit) setGrid(g pf.Grid) {
 // difference d of two independent estimates), and chooses the estimator.
 func (f *fit) measureNoise(ctx context.Context) error {
 	pr := &f.prep
+	if f.s.Gradient == FullGradient && f.deterministic() {
+		// No noise, and no choice to make.
+		pr.NoisePlain, pr.NoiseCV = make([]float64, f.dim*f.dim), make([]float64, f.dim*f.dim)
+		return f.chooseGradient()
+	}
 	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<42))
 	points := make([][]float64, f.s.NoiseProbes)
 	for k := range points {
@@ -1525,9 +1528,6 @@ func (f *fit) chooseGradient() error {
 // evaluated twice, independently), random stream stream.
 func (f *fit) noiseAt(ctx context.Context, points [][]float64, stream uint64) error {
 	pr := &f.prep
-	if pr.Gradient == FullGradient {
-		return nil // no noise, and the step does not depend on it
-	}
 	dPlain, dCV, cp, cc, err := f.probe(ctx, points, stream)
 	if err != nil {
 		return err
