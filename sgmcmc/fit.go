@@ -256,7 +256,8 @@ type Preparation struct {
 	CostPlain, CostCV        float64   // measured seconds per gradient of each (one worker)
 	CostFull                 float64   // estimated seconds per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
-	Accept                   float64   // FullGradient: the Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
+	Accept                   float64   // FullGradient: the Langevin proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
+	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala)
 	Gradient                 Gradient  // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
@@ -1659,7 +1660,7 @@ func (f *fit) tuneMALA(acc float64) {
 	if f.s.StepSize == 0 {
 		pr.StepSize = math.Min(1, math.Max(0.05, pr.StepSize*math.Exp(2*(acc-0.7))))
 	}
-	f.log("Metropolis–Hastings acceptance rate %.2f: step %.3g", acc, pr.StepSize)
+	f.log("Metropolis–Hastings acceptance rates: Langevin %.2f (step now %.3g), independence %.2f", acc, pr.StepSize, pr.AcceptIndependent)
 }
 
 // step returns the user's StepSize, or min(0.25, 1/(1 + κλ)) for the

@@ -63,7 +63,7 @@ func TestFitLGSSMCalibration(t *testing.T) {
 		if pr := post.Preparation; c.name == "full" {
 			// The posterior is nearly Gaussian: the Metropolis-adjusted
 			// chains accept most proposals and their step grows to its cap.
-			t.Logf("full: step %.3g, acceptance rate %.2f", pr.StepSize, pr.Accept)
+			t.Logf("full: step %.3g, acceptance rates: Langevin %.2f, independence %.2f", pr.StepSize, pr.Accept, pr.AcceptIndependent)
 			if pr.Gradient != sgmcmc.FullGradient || !(pr.Accept > 0.5) {
 				t.Errorf("full: gradient %v, acceptance rate %.2f; want full-data scores accepted more than half the time", pr.Gradient, pr.Accept)
 			}

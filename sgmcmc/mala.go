@@ -23,6 +23,17 @@ import (
 // chains at 0.25 had autocorrelation times near 40 in μ, which is
 // unidentified as φ → 1).
 //
+// Every other iteration on average the proposal is instead independent
+// of the current point: u' = u* + L t, t a standard Student-t vector with
+// ν = 5 degrees of freedom (an independence Metropolis–Hastings step with
+// the metric's heavy-tailed Laplace approximation, Tierney 1994, mixed
+// with the Langevin kernel; each leaves the posterior invariant, so does
+// the mixture). Where the posterior is close to its Laplace approximation
+// an accepted independent proposal is a fresh draw; the Langevin steps
+// alone, moving a fraction of a posterior sd each, took autocorrelation
+// times near 40 in GARCH's μ on DAX (μ's posterior is skewed towards its
+// upper bound as φ → 1).
+//
 // One mala per chain is both the chain's Estimator and its Method: Grad
 // keeps the last two evaluations, so the Sampler's evaluation of the
 // accepted point (just evaluated by Step as a proposal, or the previous
@@ -30,6 +41,7 @@ import (
 type mala struct {
 	est      Estimator
 	l        []float64 // L, row-major lower triangular
+	center   []float64 // u*, the independence proposal's centre
 	maxDrift float64
 	dim      int
 
@@ -40,12 +52,20 @@ type mala struct {
 	up, gp   []float64
 	s, d1, g []float64
 
-	// accepted and proposed count the Metropolis–Hastings tests.
-	accepted, proposed int
+	// accepted and proposed count the Langevin proposals' tests, indAcc
+	// and indProp the independence proposals'.
+	accepted, proposed, indAcc, indProp int
 }
 
-func newMALA(est Estimator, l []float64, dim int) *mala {
-	m := &mala{est: est, l: l, maxDrift: 1, dim: dim}
+// malaIndependence is the probability of an independence proposal, and
+// malaNu its Student-t degrees of freedom.
+const (
+	malaIndependence = 0.5
+	malaNu           = 5.0
+)
+
+func newMALA(est Estimator, l, center []float64, dim int) *mala {
+	m := &mala{est: est, l: l, center: center, maxDrift: 1, dim: dim}
 	for i := range m.cu {
 		m.cu[i], m.cg[i] = make([]float64, dim), make([]float64, dim)
 		m.clp[i] = math.NaN()
@@ -110,6 +130,10 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 			lp0 = m.clp[i]
 		}
 	}
+	if m.center != nil && rng.Float64() < malaIndependence {
+		m.independent(u, lp0, rng)
+		return
+	}
 	v := 2*h - h*h
 	sd := math.Sqrt(v)
 	m.drift(m.s, grad, h)
@@ -150,19 +174,67 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 	}
 }
 
+// independent does the independence step from u (log posterior lp0).
+func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
+	n := m.dim
+	m.indProp++
+	// t = ξ / √(χ²_ν/ν), χ²_ν as a sum of ν = 5 squared normals.
+	chi := 0.0
+	for range int(malaNu) {
+		x := rng.NormFloat64()
+		chi += x * x
+	}
+	w := 1 / math.Sqrt(chi/malaNu)
+	for j := range m.s {
+		m.s[j] = w * rng.NormFloat64()
+	}
+	for i := range n {
+		a := m.center[i]
+		for j := 0; j <= i; j++ {
+			a += m.l[i*n+j] * m.s[j]
+		}
+		m.up[i] = a
+	}
+	logU := math.Log(rng.Float64())
+	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
+		return
+	}
+	lp1, err := m.Grad(context.Background(), m.gp, m.up, rng)
+	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) || firstNonFinite(m.gp) >= 0 {
+		return
+	}
+	// log q(x) = −(ν+p)/2 · log(1 + |L⁻¹(x − u*)|²/ν) + const.
+	logQ := func(x []float64) float64 {
+		r2 := 0.0
+		for i := range n { // forward substitution into m.d1
+			a := x[i] - m.center[i]
+			for j := range i {
+				a -= m.l[i*n+j] * m.d1[j]
+			}
+			m.d1[i] = a / m.l[i*n+i]
+			r2 += m.d1[i] * m.d1[i]
+		}
+		return -0.5 * (malaNu + float64(n)) * math.Log1p(r2/malaNu)
+	}
+	if logU < lp1-lp0+logQ(u)-logQ(m.up) {
+		copy(u, m.up)
+		m.indAcc++
+	}
+}
+
 // MarshalBinary returns the counts.
 func (m *mala) MarshalBinary() ([]byte, error) {
-	return appendFloats(nil, float64(m.accepted), float64(m.proposed)), nil
+	return appendFloats(nil, float64(m.accepted), float64(m.proposed), float64(m.indAcc), float64(m.indProp)), nil
 }
 
 // UnmarshalBinary restores the counts.
 func (m *mala) UnmarshalBinary(b []byte) error {
-	if err := expectFloats("mala", b, 2); err != nil {
+	if err := expectFloats("mala", b, 4); err != nil {
 		return err
 	}
-	var v [2]float64
+	var v [4]float64
 	readFloats(v[:], b)
-	m.accepted, m.proposed = int(v[0]), int(v[1])
+	m.accepted, m.proposed, m.indAcc, m.indProp = int(v[0]), int(v[1]), int(v[2]), int(v[3])
 	return nil
 }
 
@@ -202,18 +274,21 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				}
 				return nil
 			}
-			chains[c] = newMALA(est, pr.Chol, f.dim)
+			chains[c] = newMALA(est, pr.Chol, pr.Mode, f.dim)
 		}
 		return chains[c]
 	}
 	rate := func() float64 {
-		acc, prop := 0, 0
+		acc, prop, ia, ip := 0, 0, 0, 0
 		for _, m := range chains {
 			if m != nil {
 				acc += m.accepted
 				prop += m.proposed
+				ia += m.indAcc
+				ip += m.indProp
 			}
 		}
+		pr.AcceptIndependent = float64(ia) / float64(max(ip, 1))
 		return float64(acc) / float64(max(prop, 1))
 	}
 	// A nil *mala must reach Run as a nil interface.

@@ -15,7 +15,8 @@ import (
 // (Precond) is measurably biased, and checks that mala's
 // Metropolis–Hastings test makes the draws exact: E u₀², E u₁² and
 // E(u₀ − u₁)² within 4 standard errors (bulk ESS) of 1, 1 and 0.2, while
-// Precond's E(u₀ − u₁)² is off by more than 4.
+// Precond's E(u₀ − u₁)² is off by more than 4; likewise with every
+// other proposal an independent Student-t draw centred off the mean.
 func TestMALAExact(t *testing.T) {
 	const rho = 0.9
 	target := EstimatorFunc(func(_ context.Context, grad, u []float64, _ *rand.Rand) (float64, error) {
@@ -27,14 +28,14 @@ func TestMALAExact(t *testing.T) {
 		return -0.5 * c * (a*a - 2*rho*a*b + b*b), nil
 	})
 	l := []float64{1, 0, 0, 1}
-	run := func(adjusted bool) (cov [3]float64, se [3]float64, acc float64) {
+	run := func(adjusted bool, center []float64) (cov [3]float64, se [3]float64, acc float64) {
 		const chains, iters = 4, 40000
 		ms := make([]*mala, chains)
 		newEst := func(c int) Estimator {
 			if !adjusted {
 				return target
 			}
-			ms[c] = newMALA(target, l, 2)
+			ms[c] = newMALA(target, l, center, 2)
 			return ms[c]
 		}
 		newMethod := func(c int) Method {
@@ -89,15 +90,19 @@ func TestMALAExact(t *testing.T) {
 	}
 	want := [3]float64{1, 1, 2 * (1 - rho)}
 	names := [3]string{"Var u₀", "Var u₁", "Var(u₀ − u₁)"}
-	cov, se, acc := run(true)
-	t.Logf("mala: acceptance rate %.2f", acc)
-	for k := range cov {
-		t.Logf("mala: %s %.4f ± %.4f (exact %.2f)", names[k], cov[k], se[k], want[k])
-		if math.Abs(cov[k]-want[k]) > 4*se[k] {
-			t.Errorf("mala: %s = %.4f, want %.2f within 4 SE (%.4f)", names[k], cov[k], want[k], 4*se[k])
+	// Langevin proposals only (nil centre), then mixed with independence
+	// proposals from a t distribution off the posterior's centre and shape.
+	for _, center := range [][]float64{nil, {0.3, 0.3}} {
+		cov, se, acc := run(true, center)
+		t.Logf("mala (centre %v): Langevin acceptance rate %.2f", center, acc)
+		for k := range cov {
+			t.Logf("mala (centre %v): %s %.4f ± %.4f (exact %.2f)", center, names[k], cov[k], se[k], want[k])
+			if math.Abs(cov[k]-want[k]) > 4*se[k] {
+				t.Errorf("mala (centre %v): %s = %.4f, want %.2f within 4 SE (%.4f)", center, names[k], cov[k], want[k], 4*se[k])
+			}
 		}
 	}
-	cov, se, _ = run(false)
+	cov, se, _ := run(false, nil)
 	t.Logf("unadjusted: Var(u₀ − u₁) %.4f ± %.4f (exact %.2f)", cov[2], se[2], want[2])
 	if math.Abs(cov[2]-want[2]) <= 4*se[2] {
 		t.Errorf("the unadjusted update at h = 0.15 was not measurably biased (%.4f ± %.4f vs %.2f): the test cannot tell mala from it", cov[2], se[2], want[2])

@@ -207,8 +207,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
 	}
 	if acc := acceptance(); !math.IsNaN(acc) {
-		post.Preparation.Accept = acc
-		f.log("Metropolis–Hastings acceptance rate %.2f", acc)
+		post.Preparation.Accept, post.Preparation.AcceptIndependent = acc, pr.AcceptIndependent
+		f.log("Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f", acc, pr.AcceptIndependent)
 	}
 	if user != nil {
 		if err := user.r.Done(res); err != nil {
