@@ -915,7 +915,6 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		for len(levels) > 0 && levels[len(levels)-1] >= f.s.PrepObs {
 			levels = levels[:len(levels)-1]
 		}
-		levels = append(levels, f.s.PrepObs)
 	}
 	for _, n := range levels {
 		sub := f.subset(n)
@@ -928,15 +927,21 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		// second round after a regrid.
 		f.regrid(u)
 	}
-	if f.prepSubset() {
-		sf = f.subset(f.s.PrepObs) // after the regrid: subset copies the grid
-		f.log("PrepObs: the anchor, Jacobian and metric come from a subset of %d of the %d observations (no full-data pass)", sf.total, f.total)
-	}
 	var t *tiling
 	var h *mat.SymDense
 	var l []float64
-	if u, t, h, l, stream, err = sf.newton(ctx, u, passes, stream); err != nil {
-		return err
+	for round := 0; ; round++ {
+		if f.prepSubset() {
+			sf = f.subset(f.s.PrepObs) // subset copies the current grid
+			f.log("PrepObs: the mode, anchor, Jacobian and metric come from a subset of %d of the %d observations (no full-data pass)", sf.total, f.total)
+		}
+		if u, t, h, l, stream, err = sf.newton(ctx, u, passes, stream); err != nil {
+			return err
+		}
+		// (The whole data's Newton re-chooses the grid itself.)
+		if sf == f || round == 1 || !f.regrid(u) {
+			break
+		}
 	}
 	// The anchor: fresh passes with AnchorParticles until its error moves
 	// the mean by < 0.1 sd. The control-variate chains inherit the
