@@ -52,13 +52,18 @@ type PosteriorReport struct {
 	Params     []ParamJSON `json:"params"`      // Posterior.Summary
 	KSD        JSONFloat   `json:"ksd"`         // Posterior.KSD.KSD, null when not computed
 	Step       float64     `json:"step"`        // Preparation.StepSize (posterior scale)
-	NoiseRatio []float64   `json:"noise_ratio"` // Preparation.NoiseRatio
-	Iters      int         `json:"iters"`       // sampling iterations per chain
-	AdaptIters int         `json:"adapt_iters"` // adaptation iterations per chain (Posterior.BurnIn)
-	Seconds    float64     `json:"seconds"`     // wall-clock time of the whole fit
-	Chains     int         `json:"chains"`
-	Kept       int         `json:"kept"`     // kept draws over all chains
-	Warnings   []string    `json:"warnings"` // Posterior.Warnings, [] when there are none
+	NoiseRatio []float64   `json:"noise_ratio"` // Preparation.NoiseRatio (null with full-data scores)
+	// Accept and AcceptIndependent are the Metropolis–Hastings acceptance
+	// rates of the Langevin and the independence proposals with
+	// full-data scores (FullGradient), absent otherwise.
+	Accept            float64  `json:"accept,omitempty"`
+	AcceptIndependent float64  `json:"accept_independent,omitempty"`
+	Iters             int      `json:"iters"`       // sampling iterations per chain
+	AdaptIters        int      `json:"adapt_iters"` // adaptation iterations per chain (Posterior.BurnIn)
+	Seconds           float64  `json:"seconds"`     // wall-clock time of the whole fit
+	Chains            int      `json:"chains"`
+	Kept              int      `json:"kept"`     // kept draws over all chains
+	Warnings          []string `json:"warnings"` // Posterior.Warnings, [] when there are none
 }
 
 // Report returns the posterior's summary, diagnostics and run figures as
@@ -67,6 +72,7 @@ func (p *Posterior) Report() PosteriorReport {
 	r := PosteriorReport{
 		Gradient: p.Preparation.Gradient.String(), KSD: JSONFloat(math.NaN()),
 		Step: p.Preparation.StepSize, NoiseRatio: p.Preparation.NoiseRatio(),
+		Accept: p.Preparation.Accept, AcceptIndependent: p.Preparation.AcceptIndependent,
 		Iters: p.Iterations, AdaptIters: p.BurnIn, Seconds: p.Total.Seconds(),
 		Chains: len(p.U), Kept: p.Draws(), Warnings: p.Warnings,
 	}
@@ -84,7 +90,8 @@ func (p *Posterior) Report() PosteriorReport {
 
 // NoiseRatio returns NoiseCV[i,i] / NoisePlain[i,i] per coordinate of u:
 // the factor by which the control variate reduces the variance of the
-// gradient noise (nil before the noise is measured).
+// gradient noise (nil when the noise was not measured: before, or with
+// full-data scores forced).
 func (pr Preparation) NoiseRatio() []float64 {
 	p := len(pr.Mode)
 	if len(pr.NoiseCV) < p*p || len(pr.NoisePlain) < p*p {
@@ -92,6 +99,9 @@ func (pr Preparation) NoiseRatio() []float64 {
 	}
 	r := make([]float64, p)
 	for i := range r {
+		if pr.NoisePlain[i*p+i] == 0 {
+			return nil
+		}
 		r[i] = pr.NoiseCV[i*p+i] / pr.NoisePlain[i*p+i]
 	}
 	return r
@@ -109,11 +119,16 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %d sampling iterations per chain\n",
 		pr.StepSize, pr.IAT, p.BurnIn, p.Iterations)
-	ratio := make([]string, 0, len(pr.Mode))
-	for _, x := range pr.NoiseRatio() {
-		ratio = append(ratio, fmt.Sprintf("%.3g", x))
+	if nr := pr.NoiseRatio(); nr != nil {
+		ratio := make([]string, 0, len(nr))
+		for _, x := range nr {
+			ratio = append(ratio, fmt.Sprintf("%.3g", x))
+		}
+		fmt.Fprintf(&b, "gradient noise variance per coordinate of u, control variate / plain: [%s] (at the chains' states)\n", strings.Join(ratio, " "))
 	}
-	fmt.Fprintf(&b, "gradient noise variance per coordinate of u, control variate / plain: [%s] (at the chains' states)\n", strings.Join(ratio, " "))
+	if pr.Gradient == FullGradient {
+		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f\n", pr.Accept, pr.AcceptIndependent)
+	}
 	fmt.Fprintf(&b, "preparation %.1f s, sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())
 	for _, warn := range p.Warnings {
 		fmt.Fprintln(&b, "warning:", warn)

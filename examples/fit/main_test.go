@@ -42,6 +42,8 @@ type outputJSON struct {
 	KSD      *float64    `json:"ksd"`
 	Step     float64     `json:"step"`
 	Noise    []float64   `json:"noise_ratio"`
+	Accept   float64     `json:"accept"`
+	AccInd   float64     `json:"accept_independent"`
 	Iters    int         `json:"iters"`
 	Adapt    int         `json:"adapt_iters"`
 	Seconds  float64     `json:"seconds"`
@@ -188,11 +190,29 @@ func TestSVMOnDAX(t *testing.T) {
 	}
 }
 
+// TestGARCHOnDAX runs what the GARCH default uses on DAX (the model's
+// exact scorer, full-data Metropolis-adjusted scores; forced with
+// -gradient full, which also skips the noise probes) on the first 120 DAX
+// days: a pass over the data per iteration, so the whole series would
+// take minutes.
 func TestGARCHOnDAX(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
-	o, dir := runJSON(t, append([]string{"-model", "garch", "-data", daxPath}, short...)...)
+	b, err := os.ReadFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	path := filepath.Join(t.TempDir(), "dax120.csv")
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:120], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, dir := runJSON(t, append([]string{"-model", "garch", "-data", path, "-gradient", "full"}, short...)...)
+	if o.Gradient != "full" || o.Noise != nil || !(o.Accept > 0) || !(o.AccInd > 0) {
+		t.Errorf("gradient %q, noise ratio %v, acceptance rates %v and %v: want full-data scores, no noise ratio, positive acceptance rates",
+			o.Gradient, o.Noise, o.Accept, o.AccInd)
+	}
 	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
 }
 
