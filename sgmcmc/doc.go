@@ -104,7 +104,17 @@
 //     noise grows like |u − u*|²). W is measured with each probe's noise
 //     clipped where Precond's drift bound (one posterior sd per step) would
 //     clip it, so a rare extreme window does not set the step.
-//  4. The number of iterations aims at TargetESS from the autocorrelation
+//  4. With a deterministic filter (grid, Kalman, a model's ExactScorer)
+//     the full-data score itself competes (FullGradient): no noise, a pass
+//     over the data per iteration, and the exact log posterior with it, so
+//     the chains are Metropolis-adjusted (mala.go: Precond's update as the
+//     proposal, tuned to an acceptance rate of 0.7, mixed with independent
+//     Student-t proposals from the metric at u*) and exact for any step.
+//     The control variate is also probed on the 0.99 contour of N(u*, M)
+//     and dropped where its noise there would inject more than ten times
+//     the diffusion's variance (GARCH on DAX). AutoGradient keeps the
+//     estimator of the lowest cost per effective draw.
+//  5. The number of iterations aims at TargetESS from the autocorrelation
 //     measured in the last window, extended while the bulk ESS falls short.
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
 //     skipped iterations, interrupts, budgets and an imprecise anchor.

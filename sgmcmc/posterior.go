@@ -470,9 +470,9 @@ func (f *fit) fingerprint() string {
 		}
 	}
 	s := f.s
-	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v",
+	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d",
 		f.model, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
-		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init)
+		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init, s.PrepObs)
 }
 
 // segmented passes a user's recorder the draws of every sampling segment
