@@ -120,8 +120,8 @@ func (f *fit) adapt(ctx context.Context) error {
 		if err := f.updateMetric(cov); err != nil {
 			return err
 		}
-		if acc := acceptance(); !math.IsNaN(acc) {
-			f.tuneMALA(acc)
+		if acc, ind := acceptance(); !math.IsNaN(acc) {
+			f.tuneMALA(acc, ind)
 		}
 		// The noise where the chains are, not only near u*: the
 		// control-variate noise grows with the distance from u*, and a W

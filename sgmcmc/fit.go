@@ -1653,15 +1653,15 @@ const maxTailNoise = 20
 // malaStart is the first adaptation window's step with FullGradient.
 const malaStart = 0.5
 
-// tuneMALA sets the step after an adaptation window with acceptance rate
-// acc: h·exp(2(acc − 0.7)) within [0.05, 1]. h = 1 proposes from the
+// tuneMALA records an adaptation window's acceptance rates (Langevin acc,
+// independence ind) and sets the step from acc: h·exp(2(acc − 0.7)) within [0.05, 1]. h = 1 proposes from the
 // Laplace approximation at the current point (for a Gaussian posterior
 // with the right metric every proposal is accepted, at any h < 2); 0.7 is
 // above MALA's asymptotically optimal 0.574 because four parameters are
 // far from the asymptotic regime and a rejected step costs a full pass.
-func (f *fit) tuneMALA(acc float64) {
+func (f *fit) tuneMALA(acc, ind float64) {
 	pr := &f.prep
-	pr.Accept = acc
+	pr.Accept, pr.AcceptIndependent = acc, ind
 	if f.s.StepSize == 0 {
 		pr.StepSize = math.Min(1, math.Max(0.05, pr.StepSize*math.Exp(2*(acc-0.7))))
 	}

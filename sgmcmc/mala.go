@@ -240,16 +240,20 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 
 // chainFactories returns Run's estimator and method factories for the
 // chosen gradient with noise covariance w, and a function that reports
-// the Metropolis–Hastings acceptance rate over the chains (NaN unless
-// the chains are mala). Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() float64) {
+// the Metropolis–Hastings acceptance rates of the Langevin and of the
+// independence proposals over the chains (NaN unless the chains are
+// mala). Estimator errors are stored in *setupErr.
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64)) {
 	pr := &f.prep
 	var mu sync.Mutex
-	fail := func(err error) {
-		mu.Lock()
+	record := func(err error) { // with mu held
 		if *setupErr == nil {
 			*setupErr = err
 		}
+	}
+	fail := func(err error) {
+		mu.Lock()
+		record(err)
 		mu.Unlock()
 	}
 	if pr.Gradient != FullGradient {
@@ -260,7 +264,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				}
 				return est
 			}, func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
-			func() float64 { return math.NaN() }
+			func() (float64, float64) { return math.NaN(), math.NaN() }
 	}
 	chains := make([]*mala, f.s.Chains)
 	get := func(c int) *mala {
@@ -269,16 +273,14 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 		if chains[c] == nil {
 			est, err := f.estimator()
 			if err != nil {
-				if *setupErr == nil {
-					*setupErr = err
-				}
+				record(err)
 				return nil
 			}
 			chains[c] = newMALA(est, pr.Chol, pr.Mode, f.dim)
 		}
 		return chains[c]
 	}
-	rate := func() float64 {
+	rates := func() (float64, float64) {
 		acc, prop, ia, ip := 0, 0, 0, 0
 		for _, m := range chains {
 			if m != nil {
@@ -288,8 +290,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				ip += m.indProp
 			}
 		}
-		pr.AcceptIndependent = float64(ia) / float64(max(ip, 1))
-		return float64(acc) / float64(max(prop, 1))
+		return float64(acc) / float64(max(prop, 1)), float64(ia) / float64(max(ip, 1))
 	}
 	// A nil *mala must reach Run as a nil interface.
 	return func(c int) Estimator {
@@ -302,5 +303,5 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				return m
 			}
 			return nil
-		}, rate
+		}, rates
 }

@@ -206,9 +206,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		iters = min(50000, max(200, int(math.Ceil(more))))
 		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
 	}
-	if acc := acceptance(); !math.IsNaN(acc) {
-		post.Preparation.Accept, post.Preparation.AcceptIndependent = acc, pr.AcceptIndependent
-		f.log("Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f", acc, pr.AcceptIndependent)
+	if acc, ind := acceptance(); !math.IsNaN(acc) {
+		post.Preparation.Accept, post.Preparation.AcceptIndependent = acc, ind
+		f.log("Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f", acc, ind)
 	}
 	if user != nil {
 		if err := user.r.Done(res); err != nil {
