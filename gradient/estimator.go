@@ -82,6 +82,11 @@ type Estimator struct {
 	prior   []float64
 	info    Info
 	kernel  ssm.Kernel // reused through ssm.Rebinder when the model offers it
+
+	// noGrad asks the exact scorer for the log-likelihood only
+	// (LogPosterior); scratch receives the unused gradient otherwise.
+	noGrad  bool
+	scratch []float64
 }
 
 // slot is one subsequence draw of a gradient evaluation.
@@ -227,6 +232,20 @@ func (e *Estimator) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand)
 	return ll + lp, nil
 }
 
+// LogPosterior returns the log posterior at u as Grad does, without its
+// gradient: with Settings.Exact the model's exact scorer then runs on
+// values only (GARCH's costs about half), with the other filters it is
+// Grad's value with the gradient discarded. It is NaN unless Sampling is
+// Full.
+func (e *Estimator) LogPosterior(ctx context.Context, u []float64, rng *rand.Rand) (float64, error) {
+	if e.scratch == nil {
+		e.scratch = make([]float64, e.dims.Param)
+	}
+	e.noGrad = true
+	defer func() { e.noGrad = false }()
+	return e.Grad(ctx, e.scratch, u, rng)
+}
+
 // Likelihood stores the estimate g^PF(S, B, N) of ∇_u log p(y | u) in grad
 // and returns the noisy log-likelihood described at Grad.
 func (e *Estimator) Likelihood(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error) {
@@ -328,7 +347,11 @@ func (e *Estimator) eval(ctx context.Context, w, i int, k ssm.Kernel, u []float6
 	seq := e.data.Sequences[sl.seq]
 	if e.exact != nil {
 		clear(sl.grad)
-		sl.loglik, sl.err = e.exact.ExactScore(sl.grad, u, seq, sl.window)
+		g := sl.grad
+		if e.noGrad {
+			g = nil
+		}
+		sl.loglik, sl.err = e.exact.ExactScore(g, u, seq, sl.window)
 		sl.minESS = math.NaN()
 		return
 	}

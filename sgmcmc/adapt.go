@@ -61,6 +61,17 @@ const adaptWindows = 3
 func (f *fit) adapt(ctx context.Context) error {
 	pr := &f.prep
 	p, chains := f.dim, f.s.Chains
+	if pr.Gradient == FullGradient {
+		res, err := f.adaptIS(ctx)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			f.useIS(res)
+			return nil
+		}
+		f.log("importance sampling too poor for independence proposals: adaptation windows instead")
+	}
 	starts := make([][]float64, chains)
 	for c := range starts {
 		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<43+uint64(c)))

@@ -257,8 +257,13 @@ type Preparation struct {
 	CostFull                 float64   // estimated seconds per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
 	Accept                   float64   // FullGradient: the Langevin proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
-	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala)
-	Gradient                 Gradient  // the estimator chosen
+	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala; after importance sampling, the expected one until the sampling measures it)
+	// Proposal is FullGradient's independence proposal fitted by
+	// importance sampling (nil: a Student-t at Mode with scale Chol), and
+	// Independence its share of the steps (0: 0.5).
+	Proposal     []ProposalComponent
+	Independence float64
+	Gradient     Gradient // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
 	// Exact reports that AutoFilter chose the model's ssm.ExactScorer
@@ -278,6 +283,15 @@ type Preparation struct {
 	Starts          [][]float64
 	AdaptIterations int
 	IAT             float64
+}
+
+// ProposalComponent is one multivariate Student-t (ν = 5) component of
+// FullGradient's independence proposal: its weight, centre and the lower
+// Cholesky factor (row-major) of its scale matrix, in u.
+type ProposalComponent struct {
+	Weight float64
+	Center []float64
+	Chol   []float64
 }
 
 // Fit samples the posterior of model given data: one call from a model and

@@ -41,31 +41,48 @@ import (
 type mala struct {
 	est      Estimator
 	l        []float64 // L, row-major lower triangular
-	center   []float64 // u*, the independence proposal's centre
+	ind      *tMixture // the independence proposal (nil: none)
 	maxDrift float64
 	dim      int
+	// pInd is the probability of an independence proposal (malaIndependence
+	// unless the preparation measured a better one).
+	pInd float64
 
-	cu       [2][]float64 // cached points, gradients and log posteriors
+	// Cached points, gradients (cgOK: present; an independence proposal
+	// is evaluated without one) and log posteriors.
+	cu       [2][]float64
 	cg       [2][]float64
+	cgOK     [2]bool
 	clp      [2]float64
 	next     int
 	up, gp   []float64
 	s, d1, g []float64
+	// kind is the coming step's proposal, drawn by skipGrad before the
+	// Sampler evaluates the gradient: 0 undrawn, 1 Langevin, 2 independence.
+	kind int
 
 	// accepted and proposed count the Langevin proposals' tests, indAcc
 	// and indProp the independence proposals'.
 	accepted, proposed, indAcc, indProp int
 }
 
-// malaIndependence is the probability of an independence proposal, and
-// malaNu its Student-t degrees of freedom.
+// malaIndependence is the default probability of an independence
+// proposal, and malaNu its Student-t degrees of freedom.
 const (
 	malaIndependence = 0.5
 	malaNu           = 5.0
 )
 
-func newMALA(est Estimator, l, center []float64, dim int) *mala {
-	m := &mala{est: est, l: l, center: center, maxDrift: 1, dim: dim}
+// logDensity is an Estimator that can return the log posterior alone
+// (gradient.Estimator.LogPosterior).
+type logDensity interface {
+	LogPosterior(ctx context.Context, u []float64, rng *rand.Rand) (float64, error)
+}
+
+// newMALA returns the chain's kernel with metric L and independence
+// proposal ind (nil: Langevin proposals only).
+func newMALA(est Estimator, l []float64, ind *tMixture, dim int) *mala {
+	m := &mala{est: est, l: l, ind: ind, maxDrift: 1, dim: dim, pInd: malaIndependence}
 	for i := range m.cu {
 		m.cu[i], m.cg[i] = make([]float64, dim), make([]float64, dim)
 		m.clp[i] = math.NaN()
@@ -76,27 +93,82 @@ func newMALA(est Estimator, l, center []float64, dim int) *mala {
 }
 
 // Grad implements Estimator, from the cache when u was evaluated last or
-// before last.
+// before last with its gradient.
 func (m *mala) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error) {
-	for i := range m.cu {
-		if !math.IsNaN(m.clp[i]) && slices.Equal(m.cu[i], u) {
-			copy(grad, m.cg[i])
-			return m.clp[i], nil
-		}
+	i := m.cached(u)
+	if i >= 0 && m.cgOK[i] {
+		copy(grad, m.cg[i])
+		return m.clp[i], nil
 	}
 	lp, err := m.est.Grad(ctx, grad, u, rng)
 	if err != nil {
 		return lp, err
 	}
+	if i < 0 { // else the entry of u's log posterior gains its gradient
+		i = m.store(u, lp)
+	}
+	copy(m.cg[i], grad)
+	m.cgOK[i] = true
+	return lp, nil
+}
+
+// logPost returns the log posterior at u without its gradient, from the
+// cache or from the estimator (NaN becomes −∞: always rejected).
+func (m *mala) logPost(ctx context.Context, u []float64, rng *rand.Rand) (float64, error) {
+	if i := m.cached(u); i >= 0 {
+		return m.clp[i], nil
+	}
+	var lp float64
+	var err error
+	if d, ok := m.est.(logDensity); ok {
+		lp, err = d.LogPosterior(ctx, u, rng)
+	} else {
+		lp, err = m.est.Grad(ctx, m.g, u, rng)
+	}
+	if err != nil {
+		return lp, err
+	}
+	return m.clp[m.store(u, lp)], nil
+}
+
+// cached returns the cache entry holding u, or −1. A hit makes the other
+// entry the next to be overwritten (least recently used), so that the
+// current state survives a run of rejected proposals.
+func (m *mala) cached(u []float64) int {
+	for i := range m.cu {
+		if !math.IsNaN(m.clp[i]) && slices.Equal(m.cu[i], u) {
+			m.next = 1 - i
+			return i
+		}
+	}
+	return -1
+}
+
+// store puts u and lp (NaN as −∞) in the older cache entry, without a
+// gradient, and returns the entry.
+func (m *mala) store(u []float64, lp float64) int {
 	i := m.next
 	m.next = 1 - i
 	copy(m.cu[i], u)
-	copy(m.cg[i], grad)
+	m.cgOK[i] = false
 	m.clp[i] = lp
 	if math.IsNaN(lp) {
 		m.clp[i] = math.Inf(-1) // never a cache hit, always rejected
 	}
-	return lp, nil
+	return i
+}
+
+// skipGrad implements gradFree: it draws the coming step's proposal and,
+// for an independence proposal, returns the log posterior at u without
+// the gradient the Langevin proposal would need.
+func (m *mala) skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float64, bool, error) {
+	m.kind = 1
+	if m.ind == nil || !(rng.Float64() < m.pInd) {
+		return 0, false, nil
+	}
+	m.kind = 2
+	lp, err := m.logPost(ctx, u, rng)
+	return lp, true, err
 }
 
 // Init implements Method.
@@ -125,12 +197,18 @@ func (m *mala) drift(d, grad []float64, h float64) {
 func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 	n := m.dim
 	lp0 := math.NaN()
-	for i := range m.cu {
-		if slices.Equal(m.cu[i], u) {
-			lp0 = m.clp[i]
+	if i := m.cached(u); i >= 0 {
+		lp0 = m.clp[i]
+	}
+	kind := m.kind
+	m.kind = 0
+	if kind == 0 { // not drawn by skipGrad (a caller outside Sampler)
+		kind = 1
+		if m.ind != nil && rng.Float64() < m.pInd {
+			kind = 2
 		}
 	}
-	if m.center != nil && rng.Float64() < malaIndependence {
+	if kind == 2 {
 		m.independent(u, lp0, rng)
 		return
 	}
@@ -176,47 +254,17 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 
 // independent does the independence step from u (log posterior lp0).
 func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
-	n := m.dim
 	m.indProp++
-	// t = ξ / √(χ²_ν/ν), χ²_ν as a sum of ν = 5 squared normals.
-	chi := 0.0
-	for range int(malaNu) {
-		x := rng.NormFloat64()
-		chi += x * x
-	}
-	w := 1 / math.Sqrt(chi/malaNu)
-	for j := range m.s {
-		m.s[j] = w * rng.NormFloat64()
-	}
-	for i := range n {
-		a := m.center[i]
-		for j := 0; j <= i; j++ {
-			a += m.l[i*n+j] * m.s[j]
-		}
-		m.up[i] = a
-	}
+	m.ind.draw(m.up, m.s, rng)
 	logU := math.Log(rng.Float64())
 	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
 		return
 	}
-	lp1, err := m.Grad(context.Background(), m.gp, m.up, rng)
-	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) || firstNonFinite(m.gp) >= 0 {
+	lp1, err := m.logPost(context.Background(), m.up, rng)
+	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
 		return
 	}
-	// log q(x) = −(ν+p)/2 · log(1 + |L⁻¹(x − u*)|²/ν) + const.
-	logQ := func(x []float64) float64 {
-		r2 := 0.0
-		for i := range n { // forward substitution into m.d1
-			a := x[i] - m.center[i]
-			for j := range i {
-				a -= m.l[i*n+j] * m.d1[j]
-			}
-			m.d1[i] = a / m.l[i*n+i]
-			r2 += m.d1[i] * m.d1[i]
-		}
-		return -0.5 * (malaNu + float64(n)) * math.Log1p(r2/malaNu)
-	}
-	if logU < lp1-lp0+logQ(u)-logQ(m.up) {
+	if logU < lp1-lp0+m.ind.logDensity(u, m.d1)-m.ind.logDensity(m.up, m.d1) {
 		copy(u, m.up)
 		m.indAcc++
 	}
@@ -276,7 +324,14 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				record(err)
 				return nil
 			}
-			chains[c] = newMALA(est, pr.Chol, pr.Mode, f.dim)
+			ind := mixtureOf(pr.Proposal)
+			if ind == nil {
+				ind = newTMixture([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
+			}
+			chains[c] = newMALA(est, pr.Chol, ind, f.dim)
+			if pr.Independence > 0 {
+				chains[c].pInd = pr.Independence
+			}
 		}
 		return chains[c]
 	}

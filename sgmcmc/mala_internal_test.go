@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
@@ -28,14 +29,17 @@ func TestMALAExact(t *testing.T) {
 		return -0.5 * c * (a*a - 2*rho*a*b + b*b), nil
 	})
 	l := []float64{1, 0, 0, 1}
-	run := func(adjusted bool, center []float64) (cov [3]float64, se [3]float64, acc float64) {
+	run := func(adjusted bool, ind *tMixture, pInd float64, target Estimator) (cov [3]float64, se [3]float64, acc float64) {
 		const chains, iters = 4, 40000
 		ms := make([]*mala, chains)
 		newEst := func(c int) Estimator {
 			if !adjusted {
 				return target
 			}
-			ms[c] = newMALA(target, l, center, 2)
+			ms[c] = newMALA(target, l, ind, 2)
+			if pInd > 0 {
+				ms[c].pInd = pInd
+			}
 			return ms[c]
 		}
 		newMethod := func(c int) Method {
@@ -90,21 +94,70 @@ func TestMALAExact(t *testing.T) {
 	}
 	want := [3]float64{1, 1, 2 * (1 - rho)}
 	names := [3]string{"Var u₀", "Var u₁", "Var(u₀ − u₁)"}
-	// Langevin proposals only (nil centre), then mixed with independence
-	// proposals from a t distribution off the posterior's centre and shape.
-	for _, center := range [][]float64{nil, {0.3, 0.3}} {
-		cov, se, acc := run(true, center)
-		t.Logf("mala (centre %v): Langevin acceptance rate %.2f", center, acc)
+	// Langevin proposals only, then mixed with independence proposals
+	// from a t distribution off the posterior's centre and shape, then
+	// from a two-component t mixture in 80% of the steps with the log
+	// posterior alone evaluated for them (the Sampler skips the gradient).
+	lazy := &countingTarget{est: target}
+	mix := newTMixture([]float64{0.7, 0.3}, [][]float64{{0.3, 0.3}, {-0.5, 0.2}}, [][]float64{{1, 0, 0, 1}, {0.8, 0, 0.5, 0.6}})
+	for _, c := range []struct {
+		name   string
+		ind    *tMixture
+		pInd   float64
+		target Estimator
+	}{
+		{"Langevin", nil, 0, target},
+		{"t at (0.3, 0.3)", newTMixture([]float64{1}, [][]float64{{0.3, 0.3}}, [][]float64{l}), 0, target},
+		{"t mixture, 80%, lazy gradients", mix, 0.8, lazy},
+	} {
+		cov, se, acc := run(true, c.ind, c.pInd, c.target)
+		t.Logf("mala (%s): Langevin acceptance rate %.2f", c.name, acc)
 		for k := range cov {
-			t.Logf("mala (centre %v): %s %.4f ± %.4f (exact %.2f)", center, names[k], cov[k], se[k], want[k])
+			t.Logf("mala (%s): %s %.4f ± %.4f (exact %.2f)", c.name, names[k], cov[k], se[k], want[k])
 			if math.Abs(cov[k]-want[k]) > 4*se[k] {
-				t.Errorf("mala (centre %v): %s = %.4f, want %.2f within 4 SE (%.4f)", center, names[k], cov[k], want[k], 4*se[k])
+				t.Errorf("mala (%s): %s = %.4f, want %.2f within 4 SE (%.4f)", c.name, names[k], cov[k], want[k], 4*se[k])
 			}
 		}
 	}
-	cov, se, _ := run(false, nil)
+	// 4 × 40000 iterations: an independence step (80%, binomial sd 160)
+	// evaluates the log posterior alone at its proposal, once; a Langevin
+	// step the gradients at the current point (unless cached) and at its
+	// proposal: at most two. The current point's log posterior comes from
+	// the cache (a re-evaluation would count).
+	const iters, lazySD = 160000, 160
+	t.Logf("lazy: %d gradients, %d log posteriors alone over %d iterations", lazy.grads, lazy.logPosts, iters)
+	if math.Abs(float64(lazy.logPosts)-0.8*iters) > 4*lazySD+4 {
+		t.Errorf("lazy: %d log posteriors alone, want 128000 ± %d (one per independence step)", lazy.logPosts, 4*lazySD+4)
+	}
+	if langevin := iters - lazy.logPosts; lazy.grads > 2*langevin+8 {
+		t.Errorf("lazy: %d gradients for about %d Langevin steps, want at most two each", lazy.grads, langevin)
+	}
+	cov, se, _ := run(false, nil, 0, target)
 	t.Logf("unadjusted: Var(u₀ − u₁) %.4f ± %.4f (exact %.2f)", cov[2], se[2], want[2])
 	if math.Abs(cov[2]-want[2]) <= 4*se[2] {
 		t.Errorf("the unadjusted update at h = 0.15 was not measurably biased (%.4f ± %.4f vs %.2f): the test cannot tell mala from it", cov[2], se[2], want[2])
 	}
+}
+
+// countingTarget is an Estimator with a log posterior alone (logDensity),
+// counting the calls of each.
+type countingTarget struct {
+	est             Estimator
+	grads, logPosts int
+	mu              sync.Mutex
+}
+
+func (c *countingTarget) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error) {
+	c.mu.Lock()
+	c.grads++
+	c.mu.Unlock()
+	return c.est.Grad(ctx, grad, u, rng)
+}
+
+func (c *countingTarget) LogPosterior(ctx context.Context, u []float64, rng *rand.Rand) (float64, error) {
+	c.mu.Lock()
+	c.logPosts++
+	c.mu.Unlock()
+	var g [2]float64
+	return c.est.Grad(ctx, g[:], u, rng)
 }

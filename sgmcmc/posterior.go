@@ -111,7 +111,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	h := pr.StepSize
 	iters := f.s.Iterations
 	if iters == 0 {
-		iters = max(500, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
+		least := 500
+		if pr.Gradient == FullGradient {
+			least = 200 // exact chains: no transient, a fresh draw every few steps
+		}
+		iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		iters = min(iters, 50000)
 	}
 	iters *= f.s.Thin

@@ -26,7 +26,7 @@ type Draw struct {
 	Chain int
 	Iter  int       // k: U is u_k
 	U     []float64 // unconstrained parameter u_k
-	Grad  []float64 // gradient estimate ĝ(u_k) used for the step from u_k
+	Grad  []float64 // gradient estimate ĝ(u_k) used for the step from u_k; nil when the step used none (FullGradient's independence proposals)
 	// LogPost is the estimator's log-posterior estimate at u_k (NaN if
 	// unknown).
 	LogPost  float64

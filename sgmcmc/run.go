@@ -278,7 +278,7 @@ func (ch *chain) record(st *Settings, rec *lockedRecorder, t0 time.Time) bool {
 		return true
 	}
 	d := &ch.draw
-	*d = Draw{Chain: s.chain, Iter: s.k, U: s.u, Grad: s.g, LogPost: s.logPost,
+	*d = Draw{Chain: s.chain, Iter: s.k, U: s.u, Grad: s.Grad(), LogPost: s.logPost,
 		StepSize: s.h, Elapsed: r.Elapsed + time.Since(t0), Discarded: !kept}
 	if err := rec.record(d); err != nil {
 		r.Status = Failure

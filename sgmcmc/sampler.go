@@ -21,6 +21,18 @@ type Sampler struct {
 	u, g, prev []float64
 	k          int
 	logPost, h float64
+	noGrad     bool // the last evaluation skipped the gradient (gradFree)
+}
+
+// gradFree is an optional capability of a Method that is also its chain's
+// Estimator (the Metropolis–Hastings chains of FullGradient, mala): before
+// each iteration the Sampler asks whether the coming step needs the
+// gradient at u; when it does not (an independence proposal), the method
+// returns the log posterior at u itself, which costs about half a
+// gradient with an exact scorer or nothing when it is cached, and the
+// iteration has no gradient (Grad and Draw.Grad are nil).
+type gradFree interface {
+	skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (lp float64, skip bool, err error)
 }
 
 // NewSampler returns a Sampler starting at a copy of u0 (u0 is not modified).
@@ -70,6 +82,17 @@ func (s *Sampler) evaluate(ctx context.Context) error {
 	if !validStep(s.h) {
 		return &ChainError{Chain: s.chain, Iter: s.k, Err: fmt.Errorf("%w: h = %v", ErrStepSize, s.h)}
 	}
+	s.noGrad = false
+	if gf, ok := s.m.(gradFree); ok {
+		lp, skip, err := gf.skipGrad(ctx, s.u, s.rng)
+		if err != nil {
+			return &ChainError{Chain: s.chain, Iter: s.k, Err: err}
+		}
+		if skip {
+			s.logPost, s.noGrad = lp, true
+			return nil
+		}
+	}
 	lp, err := s.est.Grad(ctx, s.g, s.u, s.rng)
 	if err != nil {
 		return &ChainError{Chain: s.chain, Iter: s.k, Err: err}
@@ -86,7 +109,7 @@ func (s *Sampler) evaluate(ctx context.Context) error {
 // *NonFiniteError is returned. It does not advance k.
 func (s *Sampler) move() error {
 	copy(s.prev, s.u)
-	s.m.Step(s.u, s.g, s.h, s.rng)
+	s.m.Step(s.u, s.Grad(), s.h, s.rng)
 	if i := firstNonFinite(s.u); i >= 0 {
 		copy(s.u, s.prev)
 		s.m.Init(len(s.u))
@@ -100,8 +123,14 @@ func (s *Sampler) move() error {
 func (s *Sampler) U() []float64 { return s.u }
 
 // Grad returns the gradient estimate of the last Step, evaluated at the
-// parameter before that step (a view; do not modify).
-func (s *Sampler) Grad() []float64 { return s.g }
+// parameter before that step (a view; do not modify), or nil when that
+// step needed none (an independence proposal of FullGradient's chains).
+func (s *Sampler) Grad() []float64 {
+	if s.noGrad {
+		return nil
+	}
+	return s.g
+}
 
 // LogPost returns the log-posterior estimate of the last Step (NaN if unknown).
 func (s *Sampler) LogPost() float64 { return s.logPost }

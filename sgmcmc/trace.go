@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -15,7 +16,8 @@ type Trace struct {
 	// NaturalDim values, dst first.
 	Transform  func(dst, u []float64)
 	NaturalDim int
-	// KeepGrads stores the gradient estimate of each draw (for KSD).
+	// KeepGrads stores the gradient estimate of each draw (for KSD; NaN
+	// for a draw whose step used none).
 	KeepGrads bool
 
 	// Chains is filled by the run, one per chain.
@@ -62,7 +64,15 @@ func (t *Trace) Record(d *Draw) error {
 		t.Transform(c.Natural[n:], d.U)
 	}
 	if t.KeepGrads {
-		c.Grad = append(c.Grad, d.Grad...)
+		if d.Grad == nil { // a step without a gradient: NaN, not zero
+			n := len(c.Grad)
+			c.Grad = append(c.Grad, d.U...)
+			for i := n; i < len(c.Grad); i++ {
+				c.Grad[i] = math.NaN()
+			}
+		} else {
+			c.Grad = append(c.Grad, d.Grad...)
+		}
 	}
 	c.LogPost = append(c.LogPost, d.LogPost)
 	c.Iter = append(c.Iter, d.Iter)

@@ -1,0 +1,733 @@
+package sgmcmc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// FullGradient's chains are prepared by adaptive importance sampling
+// (AMIS: Cornuet, Marin, Mira and Robert 2012) instead of adaptation
+// windows: round r draws n points from a Student-t q_r (ν = 5) with centre
+// m_r and scale L_r L_rᵀ, every draw so far is weighted by
+// π(x)/Σ_r (n_r/N) q_r(x) (the deterministic mixture of the proposals),
+// and q_{r+1} takes the weighted mean and covariance of all of them.
+// q_0 is centred at the mode u* with 1.5 × the Laplace scale. Each point
+// costs one log posterior without its gradient (about half a gradient
+// with an exact scorer) and the points are independent, so they run on
+// all workers; adaptation windows of the Metropolis-adjusted Langevin
+// chains cost 3 × 300 gradients per chain (GARCH on DAX: 9.5 of 25
+// minutes). The last proposal then drives the chains' independence
+// steps, its covariance is their metric, their starting points are drawn
+// from the weighted points (already posterior draws, so no transient),
+// and the expected acceptance rate of the independence steps, computed
+// from a final round drawn from the last proposal, sets the number of
+// iterations. When the final round's importance sampling is poor (its
+// effective sample size below isMinEfficiency of its draws), the
+// adaptation windows run as before.
+const (
+	isRounds        = 3   // adaptation rounds before the final one
+	isMinEfficiency = 0.1 // of the final round's draws, as ESS
+	isScale0        = 1.5 // q_0's scale over the Laplace approximation's
+)
+
+// isDraws is the number of points per round for p parameters.
+func isDraws(p int) int { return max(64, 25*p) }
+
+// tMixture is a mixture of multivariate Student-t distributions with ν =
+// malaNu: weight w_k, centre c_k and scale L_k L_kᵀ.
+type tMixture struct {
+	weight  []float64
+	center  [][]float64
+	chol    [][]float64 // lower triangular, row-major
+	logNorm []float64   // log w_k − log |L_k|
+}
+
+// newTMixture returns the mixture of the given components (weights
+// normalised here).
+func newTMixture(weight []float64, center, chol [][]float64) *tMixture {
+	q := &tMixture{weight: append([]float64(nil), weight...)}
+	sum := 0.0
+	for _, w := range weight {
+		sum += w
+	}
+	for k := range weight {
+		q.weight[k] /= sum
+		q.center = append(q.center, append([]float64(nil), center[k]...))
+		q.chol = append(q.chol, append([]float64(nil), chol[k]...))
+		p := len(center[k])
+		ld := 0.0
+		for i := range p {
+			ld += math.Log(chol[k][i*p+i])
+		}
+		q.logNorm = append(q.logNorm, math.Log(q.weight[k])-ld)
+	}
+	return q
+}
+
+// scaled returns the mixture with every L_k multiplied by sc.
+func (q *tMixture) scaled(sc float64) *tMixture {
+	chol := make([][]float64, len(q.chol))
+	for k, l := range q.chol {
+		chol[k] = make([]float64, len(l))
+		for i, v := range l {
+			chol[k][i] = sc * v
+		}
+	}
+	return newTMixture(q.weight, q.center, chol)
+}
+
+// draw stores a draw of q in dst; s is scratch of length p.
+func (q *tMixture) draw(dst, s []float64, rng *rand.Rand) {
+	k, v := 0, rng.Float64()
+	for k < len(q.weight)-1 && v >= q.weight[k] {
+		v -= q.weight[k]
+		k++
+	}
+	drawT(dst, q.center[k], q.chol[k], s, rng)
+}
+
+// logDensity returns log q(x) up to a constant shared by every mixture of
+// the same dimension (so ratios and mixtures of mixtures are right); z is
+// scratch of length p. It allocates nothing.
+func (q *tMixture) logDensity(x, z []float64) float64 {
+	top, sum := math.Inf(-1), 0.0 // running log-sum-exp
+	for k := range q.weight {
+		v := q.logNorm[k] + tLogDensity(x, q.center[k], q.chol[k], z)
+		if v > top {
+			sum = sum*math.Exp(top-v) + 1
+			top = v
+		} else {
+			sum += math.Exp(v - top)
+		}
+	}
+	return top + math.Log(sum)
+}
+
+// components returns q for Preparation.Proposal.
+func (q *tMixture) components() []ProposalComponent {
+	out := make([]ProposalComponent, len(q.weight))
+	for k := range q.weight {
+		out[k] = ProposalComponent{Weight: q.weight[k], Center: q.center[k], Chol: q.chol[k]}
+	}
+	return out
+}
+
+// mixtureOf returns the mixture of Preparation.Proposal's components, or
+// nil when there are none.
+func mixtureOf(cs []ProposalComponent) *tMixture {
+	if len(cs) == 0 {
+		return nil
+	}
+	var w []float64
+	var c, l [][]float64
+	for _, k := range cs {
+		w, c, l = append(w, k.Weight), append(c, k.Center), append(l, k.Chol)
+	}
+	return newTMixture(w, c, l)
+}
+
+// tLogDensity returns −(ν+p)/2 · log(1 + |L⁻¹(x − c)|²/ν) for ν = malaNu
+// (the Student-t log density up to its constant and −log|L|); z is
+// scratch of length p.
+func tLogDensity(x, c, l, z []float64) float64 {
+	return -0.5 * (malaNu + float64(len(x))) * math.Log1p(mahalanobis2(x, c, l, z)/malaNu)
+}
+
+// mahalanobis2 returns |L⁻¹(x − c)|² (L lower triangular, row-major);
+// z is scratch of length p.
+func mahalanobis2(x, c, l, z []float64) float64 {
+	p := len(x)
+	r2 := 0.0
+	for i := range p { // forward substitution
+		a := x[i] - c[i]
+		for j := range i {
+			a -= l[i*p+j] * z[j]
+		}
+		z[i] = a / l[i*p+i]
+		r2 += z[i] * z[i]
+	}
+	return r2
+}
+
+// drawT stores c + L t in dst, t a standard Student-t vector with ν =
+// malaNu; s is scratch of length p.
+func drawT(dst, c, l, s []float64, rng *rand.Rand) {
+	p := len(dst)
+	chi := 0.0 // χ²_ν as a sum of ν squared normals
+	for range int(malaNu) {
+		x := rng.NormFloat64()
+		chi += x * x
+	}
+	w := 1 / math.Sqrt(chi/malaNu)
+	for j := range s {
+		s[j] = w * rng.NormFloat64()
+	}
+	for i := range p {
+		a := c[i]
+		for j := 0; j <= i; j++ {
+			a += l[i*p+j] * s[j]
+		}
+		dst[i] = a
+	}
+}
+
+// isResult is what adaptIS found.
+type isResult struct {
+	proposal *tMixture
+	mean     []float64 // the weighted mean and covariance's factor
+	chol     []float64
+	starts   [][]float64
+	accept   float64 // expected acceptance rate of independence steps
+	hold     float64 // and their expected holding time (expectedHold)
+	evals    int
+}
+
+// isRound is one round's proposal and the number of points drawn from it.
+type isRound struct {
+	q *tMixture
+	n int
+}
+
+// adaptIS runs the importance-sampling adaptation. It returns nil (and no
+// error) when the final round's importance sampling is too poor to use.
+func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
+	pr := &f.prep
+	p := f.dim
+	n := isDraws(p)
+	l0 := make([]float64, len(pr.Chol))
+	for i, v := range pr.Chol {
+		l0[i] = isScale0 * v
+	}
+	rounds := []isRound{{q: newTMixture([]float64{1}, [][]float64{pr.Mode}, [][]float64{l0})}}
+	var xs [][]float64
+	var lps []float64
+	z, s := make([]float64, p), make([]float64, p)
+	for r := 0; ; r++ {
+		q := rounds[r].q
+		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<47+uint64(r)))
+		batch := make([][]float64, n)
+		for i := range batch {
+			batch[i] = make([]float64, p)
+			q.draw(batch[i], s, rng)
+		}
+		lp, err := f.logPosteriors(ctx, batch, 1<<48+uint64(r)<<24)
+		if err != nil {
+			return nil, err
+		}
+		rounds[r].n = n
+		xs, lps = append(xs, batch...), append(lps, lp...)
+		logW := amisWeights(rounds, xs, lps, z)
+		m, cov, ess := weightedMoments(xs, logW)
+		if m == nil {
+			return nil, nil // no finite weight
+		}
+		l, err := choleskyOf(cov, p)
+		if err != nil {
+			return nil, nil
+		}
+		if r == isRounds {
+			// The final round, from the last proposal alone: its own
+			// weights measure how well that proposal fits.
+			w := make([]float64, n)
+			for i, x := range batch {
+				w[i] = lp[i] - q.logDensity(x, z)
+			}
+			ess, acc, hold := isQuality(w)
+			f.log("importance sampling, final round: ESS %.0f of %d draws, expected independence acceptance %.2f, holding time %.2f", ess, n, acc, hold)
+			if ess < isMinEfficiency*float64(n) {
+				return nil, nil
+			}
+			starts, err := resample(xs, logW, f.s.Chains, rand.New(rand.NewPCG(f.s.Seed, 1<<47+1<<20)))
+			if err != nil {
+				return nil, err
+			}
+			return &isResult{proposal: q, mean: m, chol: l, starts: starts, accept: acc, hold: hold, evals: len(xs)}, nil
+		}
+		f.log("importance sampling, round %d: ESS %.0f of %d draws", r+1, ess, len(xs))
+		next, k, sc, d, hold := bestProposal(xs, lps, logW, m, l, z)
+		f.log("importance sampling: next proposal %d Student-t components at %.2f × their fitted scale, defensive weight %.2f (expected holding time %.2f)", k, sc, d, hold)
+		rounds = append(rounds, isRound{q: next})
+	}
+}
+
+// isComponents is the largest number of mixture components bestProposal
+// fits.
+const isComponents = 3
+
+// bestProposal fits Student-t mixtures of 1 to isComponents components to
+// the weighted points (k = 1: their mean m and covariance factor l), at
+// the scales of isScales, each alone and with a defensive component (the
+// t at m with scale 2.5·l, weight isDefensive: Hesterberg 1995), and
+// returns the one with the shortest expected holding time of an
+// independence chain (expectedHold), its number of fitted components,
+// scale, defensive weight and holding time. An independence chain waits
+// about 1/α(x) steps at x, α(x) = E_q min(1, w(y)/w(x)), w = π/q, so a
+// proposal too light where π has mass (w large) makes it stick: GARCH's
+// μ has an exponential tail towards its bound in u, where the chains
+// stood for 10–20 steps at a time with a single t fitted to the draws. A
+// Student-t with ν = 5 at scale 1 has 5/3 the covariance, which wastes
+// proposals in the tails; a single t cannot follow a skewed posterior
+// whose spread in one coordinate grows with another (μ as φ → 1), a
+// mixture can.
+func bestProposal(xs [][]float64, lps, lw, m, l, z []float64) (best *tMixture, k int, scale, defensive, hold float64) {
+	wide := make([]float64, len(l))
+	for i, v := range l {
+		wide[i] = 2.5 * v
+	}
+	hold = math.Inf(1)
+	for nk := 1; nk <= isComponents; nk++ {
+		var q *tMixture
+		if nk == 1 {
+			q = newTMixture([]float64{1}, [][]float64{m}, [][]float64{l})
+		} else if q = fitMixture(xs, lw, nk); q == nil {
+			continue
+		}
+		for _, sc := range isScales {
+			c := q.scaled(sc)
+			for _, d := range []float64{0, isDefensive} {
+				cd := c
+				if d > 0 {
+					cd = c.with(d, m, wide)
+				}
+				if h := expectedHold(cd, xs, lps, lw, z); h < hold {
+					best, k, scale, defensive, hold = cd, nk, sc, d, h
+				}
+			}
+		}
+	}
+	return best, k, scale, defensive, hold
+}
+
+// isDefensive is the weight of bestProposal's defensive component.
+const isDefensive = 0.1
+
+// with returns q scaled by 1 − d with the component (c, l) of weight d
+// added.
+func (q *tMixture) with(d float64, c, l []float64) *tMixture {
+	w := make([]float64, 0, len(q.weight)+1)
+	for _, v := range q.weight {
+		w = append(w, (1-d)*v)
+	}
+	return newTMixture(append(w, d), append(append([][]float64(nil), q.center...), c), append(append([][]float64(nil), q.chol...), l))
+}
+
+// isScales are the factors of the fitted scales that bestProposal tries.
+var isScales = []float64{0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.2}
+
+// expectedHold returns the expected holding time E_{x~π} 1/α(x) of an
+// independence Metropolis–Hastings chain with proposal q,
+// α(x) = E_{y~q} min(1, w(y)/w(x)), w = π/q, estimated from the points
+// drawn so far: x weighted by the log weights lw, y reweighted from the
+// proposals' mixture (log density lps − lw) to q. O(len(xs)²). The
+// chain's autocorrelation time is about 2·hold − 1 (each stay lasts
+// 1/α(x) steps on average; hold = 1 for q = π).
+func expectedHold(q *tMixture, xs [][]float64, lps, lw, z []float64) float64 {
+	omega := normalized(lw)
+	lq := make([]float64, len(xs))
+	ws := make([]float64, len(xs))
+	for i, x := range xs {
+		if math.IsInf(lw[i], -1) {
+			lq[i], ws[i] = math.Inf(-1), math.Inf(-1)
+			continue
+		}
+		logQ := q.logDensity(x, z)
+		lq[i] = logQ - (lps[i] - lw[i])
+		ws[i] = lps[i] - logQ
+	}
+	nu := normalized(lq)
+	if omega == nil || nu == nil {
+		return math.Inf(1)
+	}
+	hold := 0.0
+	for i, oi := range omega {
+		if oi == 0 {
+			continue
+		}
+		a := 0.0
+		for j, nj := range nu {
+			if nj > 0 {
+				a += nj * math.Min(1, math.Exp(ws[j]-ws[i]))
+			}
+		}
+		hold += oi / math.Max(a, 1e-6)
+	}
+	return hold
+}
+
+// fitMixture fits a k-component Gaussian mixture to the points xs with log
+// weights lw by weighted EM (started from k groups along the first
+// principal axis; each covariance ridged by 1% of the overall one) and
+// returns it as a Student-t mixture with the same centres and scales, or
+// nil when a component collapses.
+func fitMixture(xs [][]float64, lw []float64, k int) *tMixture {
+	w := normalized(lw)
+	if w == nil {
+		return nil
+	}
+	p := len(xs[0])
+	gm, gcov, _ := weightedMoments(xs, lw)
+	// Start: the weighted k-quantile groups along the leading eigenvector.
+	sym := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			sym.SetSym(i, j, gcov[i*p+j])
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, true) {
+		return nil
+	}
+	var vec mat.Dense
+	eig.VectorsTo(&vec)
+	proj := make([]float64, len(xs))
+	idx := make([]int, 0, len(xs))
+	for i, x := range xs {
+		for a := range p {
+			proj[i] += (x[a] - gm[a]) * vec.At(a, p-1) // eigenvalues ascend
+		}
+		if w[i] > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(a, b int) bool { return proj[idx[a]] < proj[idx[b]] })
+	resp := make([][]float64, len(xs)) // r_ic
+	for i := range resp {
+		resp[i] = make([]float64, k)
+	}
+	cum := 0.0
+	for _, i := range idx {
+		resp[i][min(k-1, int(cum*float64(k)))] = 1
+		cum += w[i]
+	}
+	weight := make([]float64, k)
+	center := make([][]float64, k)
+	chol := make([][]float64, k)
+	cov := make([]float64, p*p)
+	z := make([]float64, p)
+	logp := make([]float64, k)
+	for iter := 0; iter < 100; iter++ {
+		// M-step.
+		for c := range k {
+			wc := 0.0
+			mc := make([]float64, p)
+			for _, i := range idx {
+				wc += w[i] * resp[i][c]
+				for a := range p {
+					mc[a] += w[i] * resp[i][c] * xs[i][a]
+				}
+			}
+			if wc < 0.02 { // a component without mass
+				return nil
+			}
+			for a := range mc {
+				mc[a] /= wc
+			}
+			for a := range cov {
+				cov[a] = 0.01 * gcov[a]
+			}
+			for _, i := range idx {
+				r := w[i] * resp[i][c] / wc
+				for a := range p {
+					for b := range p {
+						cov[a*p+b] += r * (xs[i][a] - mc[a]) * (xs[i][b] - mc[b])
+					}
+				}
+			}
+			l, err := choleskyOf(cov, p)
+			if err != nil {
+				return nil
+			}
+			weight[c], center[c], chol[c] = wc, mc, l
+		}
+		// E-step (Gaussian log densities up to their shared constant).
+		change := 0.0
+		for _, i := range idx {
+			for c := range k {
+				ld := 0.0
+				for a := range p {
+					ld += math.Log(chol[c][a*p+a])
+				}
+				logp[c] = math.Log(weight[c]) - ld - 0.5*mahalanobis2(xs[i], center[c], chol[c], z)
+			}
+			top := logSumExp(logp)
+			for c := range k {
+				r := math.Exp(logp[c] - top)
+				change = math.Max(change, math.Abs(r-resp[i][c]))
+				resp[i][c] = r
+			}
+		}
+		if change < 1e-4 {
+			break
+		}
+	}
+	return newTMixture(weight, center, chol)
+}
+
+// Independence proposals' share of FullGradient's steps after adaptIS,
+// and the Langevin step: the independence steps do the mixing (an
+// accepted one is a fresh draw), the Langevin steps move a stuck chain
+// locally where the proposal fits badly (a point of large π/q) at about
+// four times the cost (two gradients).
+const (
+	isIndependence = 0.9
+	isLangevinStep = 0.7
+)
+
+// useIS sets the preparation from adaptIS's result.
+func (f *fit) useIS(res *isResult) {
+	pr := &f.prep
+	if res.chol != nil {
+		pr.Chol = res.chol // the Langevin steps' metric
+	}
+	pr.Proposal = res.proposal.components()
+	pr.Starts = res.starts
+	pr.AdaptIterations = (res.evals + f.s.Chains - 1) / f.s.Chains
+	pr.Independence = isIndependence
+	pr.Accept, pr.AcceptIndependent = 0, res.accept // no Langevin step yet
+	if f.s.StepSize == 0 {
+		pr.StepSize = isLangevinStep
+	}
+	// An independence chain with holding time H has an autocorrelation
+	// time of about 2H − 1; the Langevin steps add little to it.
+	pr.IAT = (2*res.hold - 1) / pr.Independence
+	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	f.log("importance sampling: %d log posteriors; posterior sds in u %v; independence proposals %.0f%% of steps, autocorrelation time ≈ %.1f",
+		res.evals, fmtSD(pr.Chol, f.dim), 100*pr.Independence, pr.IAT)
+}
+
+// amisWeights returns the log weights log π(x) − log Σ_r (n_r/N) q_r(x)
+// of every point drawn so far (−∞ where π is 0 or unknown).
+func amisWeights(rounds []isRound, xs [][]float64, lps []float64, z []float64) []float64 {
+	total := 0
+	for _, r := range rounds {
+		total += r.n
+	}
+	lw := make([]float64, len(xs))
+	terms := make([]float64, len(rounds))
+	for i, x := range xs {
+		if math.IsNaN(lps[i]) || math.IsInf(lps[i], 0) {
+			lw[i] = math.Inf(-1)
+			continue
+		}
+		for r := range rounds {
+			terms[r] = math.Log(float64(rounds[r].n)/float64(total)) + rounds[r].q.logDensity(x, z)
+		}
+		lw[i] = lps[i] - logSumExp(terms)
+	}
+	return lw
+}
+
+// isQuality returns the effective sample size of the log weights lw of
+// draws from one proposal q, and the expected acceptance rate and
+// holding time of an independence Metropolis–Hastings chain with q
+// (expectedHold), estimated with x weighted by w and y uniform over the
+// draws.
+func isQuality(lw []float64) (ess, accept, hold float64) {
+	w := normalized(lw)
+	if w == nil {
+		return 0, 0, math.Inf(1)
+	}
+	s2 := 0.0
+	for _, v := range w {
+		s2 += v * v
+	}
+	ess = 1 / s2
+	for _, wi := range w {
+		if wi == 0 {
+			continue
+		}
+		a := 0.0
+		for _, wj := range w {
+			a += math.Min(1, wj/wi)
+		}
+		a /= float64(len(w))
+		accept += wi * a
+		hold += wi / math.Max(a, 1e-6)
+	}
+	return ess, accept, hold
+}
+
+// normalized returns exp(lw) scaled to sum 1, or nil when no weight is
+// finite.
+func normalized(lw []float64) []float64 {
+	top := math.Inf(-1)
+	for _, v := range lw {
+		top = math.Max(top, v)
+	}
+	if math.IsInf(top, -1) || math.IsNaN(top) {
+		return nil
+	}
+	w := make([]float64, len(lw))
+	sum := 0.0
+	for i, v := range lw {
+		w[i] = math.Exp(v - top)
+		sum += w[i]
+	}
+	for i := range w {
+		w[i] /= sum
+	}
+	return w
+}
+
+func logSumExp(v []float64) float64 {
+	top := math.Inf(-1)
+	for _, x := range v {
+		top = math.Max(top, x)
+	}
+	if math.IsInf(top, 0) {
+		return top
+	}
+	s := 0.0
+	for _, x := range v {
+		s += math.Exp(x - top)
+	}
+	return top + math.Log(s)
+}
+
+// weightedMoments returns the weighted mean and covariance (row-major) of
+// xs under log weights lw and the weights' effective sample size; nil
+// when no weight is finite.
+func weightedMoments(xs [][]float64, lw []float64) (mean, cov []float64, ess float64) {
+	w := normalized(lw)
+	if w == nil {
+		return nil, nil, 0
+	}
+	p := len(xs[0])
+	mean = make([]float64, p)
+	s2 := 0.0
+	for i, x := range xs {
+		s2 += w[i] * w[i]
+		for a := range p {
+			mean[a] += w[i] * x[a]
+		}
+	}
+	cov = make([]float64, p*p)
+	for i, x := range xs {
+		for a := range p {
+			for b := range p {
+				cov[a*p+b] += w[i] * (x[a] - mean[a]) * (x[b] - mean[b])
+			}
+		}
+	}
+	// Unbiased for weighted draws: divide by 1 − Σw².
+	for i := range cov {
+		cov[i] /= 1 - s2
+	}
+	return mean, cov, 1 / s2
+}
+
+// choleskyOf returns the lower Cholesky factor (row-major) of the p×p
+// covariance cov.
+func choleskyOf(cov []float64, p int) ([]float64, error) {
+	sym := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			sym.SetSym(i, j, 0.5*(cov[i*p+j]+cov[j*p+i]))
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(sym) {
+		return nil, errors.New("sgmcmc: covariance not positive definite")
+	}
+	var l mat.TriDense
+	ch.LTo(&l)
+	out := make([]float64, p*p)
+	for i := range p {
+		for j := 0; j <= i; j++ {
+			out[i*p+j] = l.At(i, j)
+		}
+	}
+	return out, nil
+}
+
+// resample draws k distinct points of xs with probabilities from the log
+// weights lw (systematic resampling over the sorted weights, so that the
+// chains start spread over the posterior rather than at its mode).
+func resample(xs [][]float64, lw []float64, k int, rng *rand.Rand) ([][]float64, error) {
+	w := normalized(lw)
+	if w == nil {
+		return nil, errors.New("sgmcmc: no importance draw has a finite weight")
+	}
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	// Order along the first principal direction would be better; the
+	// log posterior is a cheap proxy that spreads the picks over levels.
+	sort.Slice(idx, func(a, b int) bool { return lw[idx[a]] < lw[idx[b]] })
+	out := make([][]float64, 0, k)
+	u := rng.Float64() / float64(k)
+	cum := 0.0
+	j := 0
+	for _, i := range idx {
+		cum += w[i]
+		for j < k && u+float64(j)/float64(k) < cum {
+			out = append(out, append([]float64(nil), xs[i]...))
+			j++
+		}
+	}
+	for len(out) < k { // rounding at the end
+		out = append(out, append([]float64(nil), xs[idx[len(idx)-1]]...))
+	}
+	return out, nil
+}
+
+// logPosteriors evaluates the log posterior (without its gradient) at
+// every point on f.s.Workers workers, each with its own estimator. A point
+// where it fails (outside the support, a filter that fails for that
+// parameter) gets −∞; the first error is returned when every point fails
+// or ctx is done.
+func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) ([]float64, error) {
+	out := make([]float64, len(xs))
+	workers := max(1, min(f.s.Workers, len(xs)))
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			est, err := f.estimator()
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			d, ok := est.(logDensity)
+			if !ok {
+				errs[w] = fmt.Errorf("sgmcmc: the %v estimator has no log posterior", f.prep.Gradient)
+				return
+			}
+			for i := w; i < len(xs); i += workers {
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
+				lp, err := d.LogPosterior(ctx, xs[i], rng)
+				if err != nil {
+					lp = math.Inf(-1)
+					if errs[w] == nil {
+						errs[w] = err
+					}
+				}
+				out[i] = lp
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, lp := range out {
+		if !math.IsInf(lp, -1) {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("sgmcmc: importance sampling: every log posterior failed: %w", errors.Join(errs...))
+}
