@@ -107,15 +107,31 @@
 //  4. With a deterministic filter (grid, Kalman, a model's ExactScorer)
 //     the full-data score itself competes (FullGradient): no noise, a pass
 //     over the data per iteration, and the exact log posterior with it, so
-//     the chains are Metropolis-adjusted (mala.go: Precond's update as the
-//     proposal, tuned to an acceptance rate of 0.7, mixed with independent
-//     Student-t proposals from the metric at u*) and exact for any step.
-//     The control variate is also probed on the 0.99 contour of N(u*, M)
-//     and dropped where its noise there would inject more than ten times
-//     the diffusion's variance (GARCH on DAX). AutoGradient keeps the
-//     estimator of the lowest cost per effective draw.
+//     the chains are Metropolis-adjusted and exact for any step (mala.go):
+//     90% of their steps propose independently from a mixture q of
+//     multivariate Student-t (ν = 5), the others are Precond's update as a
+//     Langevin proposal (step 0.7). q replaces the adaptation windows
+//     (isadapt.go): adaptive importance sampling (AMIS of Cornuet and
+//     others, 2012) in four rounds of 25p draws, the first from a t at u*
+//     with 1.5 × the Laplace scale, each next one fitted to all weighted draws so
+//     far (weighted EM, 1–3 components, scale and a defensive component)
+//     to minimise the expected holding time E_π[1/α(x)] of an independence
+//     chain, α(x) = E_q min(1, w(y)/w(x)), w = π/q; the chains start from
+//     the weighted draws. An independence step needs the log posterior at
+//     its proposal only (about half a gradient with an exact scorer; the
+//     Sampler skips the gradient, see gradFree); the draws cost log
+//     posteriors without gradients and run on all workers. Where the final
+//     round's importance sampling is poor (ESS < 10% of its draws), the
+//     adaptation windows of step 3 run instead, with the Langevin step
+//     tuned to an acceptance rate of 0.7. The control variate is also
+//     probed on the 0.99 contour of N(u*, M) and dropped where its noise
+//     there would inject more than ten times the diffusion's variance
+//     (GARCH on DAX). AutoGradient keeps the estimator of the lowest cost
+//     per effective draw.
 //  5. The number of iterations aims at TargetESS from the autocorrelation
-//     measured in the last window, extended while the bulk ESS falls short.
+//     measured in the last window (or, after importance sampling, 2H − 1
+//     for the expected holding time H over the independence share),
+//     extended while the bulk ESS falls short.
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
 //     skipped iterations, interrupts, budgets and an imprecise anchor.
 //

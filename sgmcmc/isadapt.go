@@ -14,23 +14,23 @@ import (
 
 // FullGradient's chains are prepared by adaptive importance sampling
 // (AMIS: Cornuet, Marin, Mira and Robert 2012) instead of adaptation
-// windows: round r draws n points from a Student-t q_r (ν = 5) with centre
-// m_r and scale L_r L_rᵀ, every draw so far is weighted by
-// π(x)/Σ_r (n_r/N) q_r(x) (the deterministic mixture of the proposals),
-// and q_{r+1} takes the weighted mean and covariance of all of them.
-// q_0 is centred at the mode u* with 1.5 × the Laplace scale. Each point
-// costs one log posterior without its gradient (about half a gradient
-// with an exact scorer) and the points are independent, so they run on
-// all workers; adaptation windows of the Metropolis-adjusted Langevin
-// chains cost 3 × 300 gradients per chain (GARCH on DAX: 9.5 of 25
-// minutes). The last proposal then drives the chains' independence
-// steps, its covariance is their metric, their starting points are drawn
-// from the weighted points (already posterior draws, so no transient),
-// and the expected acceptance rate of the independence steps, computed
-// from a final round drawn from the last proposal, sets the number of
-// iterations. When the final round's importance sampling is poor (its
-// effective sample size below isMinEfficiency of its draws), the
-// adaptation windows run as before.
+// windows: round r draws n points from a proposal q_r, every point so far
+// is weighted by π(x)/Σ_r (n_r/N) q_r(x) (the deterministic mixture of
+// the proposals), and q_{r+1} is fitted to all of them (bestProposal: a
+// mixture of Student-t, ν = 5). q_0 is a t at the mode u* with 1.5 × the
+// Laplace scale. Each point costs one log posterior without its gradient
+// (about half a gradient with an exact scorer) and the points are
+// independent, so they run on all workers; the adaptation windows of the
+// Metropolis-adjusted Langevin chains cost 3 × 300 gradients per chain
+// (GARCH on DAX: 9.5 of 25 minutes). The last proposal then drives the
+// chains' independence steps, the weighted covariance is the Langevin
+// steps' metric, the chains start from points drawn from the weighted
+// points (already posterior draws, so no transient), and the expected
+// holding time of the independence steps, computed from a final round
+// drawn from the last proposal, sets the number of iterations. When the
+// final round's importance sampling is poor (its effective sample size
+// below isMinEfficiency of its draws), the adaptation windows run as
+// before.
 const (
 	isRounds        = 3   // adaptation rounds before the final one
 	isMinEfficiency = 0.1 // of the final round's draws, as ESS
