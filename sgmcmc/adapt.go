@@ -97,7 +97,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		}
 		f.log("adaptation window %d: %d chains × %d iterations, step %.3g", win+1, chains, n, h)
 		var setupErr error
-		newEst, newMethod, acceptance := f.chainFactories(f.noiseW(), &setupErr)
+		newEst, newMethod, acceptance, _ := f.chainFactories(f.noiseW(), &setupErr)
 		res, err := Run(ctx, newEst, newMethod,
 			func(c int, u []float64) error { copy(u, starts[c]); return nil },
 			p, Settings{Iterations: n, Schedule: Constant(h), Chains: chains, Concurrency: f.s.Workers,

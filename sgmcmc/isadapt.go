@@ -32,8 +32,10 @@ import (
 // below isMinEfficiency of its draws), the adaptation windows run as
 // before.
 const (
-	isRounds        = 3   // adaptation rounds before the final one
-	isMinEfficiency = 0.1 // of the final round's draws, as ESS
+	isMinRounds     = 4   // rounds (of isDraws points) before the chains may start
+	isMaxRounds     = 8   // rounds at most
+	isGoodHold      = 1.6 // a proposal's measured holding time that ends the rounds
+	isMinEfficiency = 0.1 // the chosen proposal's ESS over its draws, at least
 	isScale0        = 1.5 // q_0's scale over the Laplace approximation's
 )
 
@@ -181,8 +183,7 @@ func drawT(dst, c, l, s []float64, rng *rand.Rand) {
 // isResult is what adaptIS found.
 type isResult struct {
 	proposal *tMixture
-	mean     []float64 // the weighted mean and covariance's factor
-	chol     []float64
+	chol     []float64 // the weighted covariance's factor
 	starts   [][]float64
 	accept   float64 // expected acceptance rate of independence steps
 	hold     float64 // and their expected holding time (expectedHold)
@@ -196,7 +197,14 @@ type isRound struct {
 }
 
 // adaptIS runs the importance-sampling adaptation. It returns nil (and no
-// error) when the final round's importance sampling is too poor to use.
+// error) when no proposal's importance sampling is good enough to use.
+//
+// Each round's own draws measure its proposal honestly (it was fitted
+// before they were drawn): the chains get the proposal with the shortest
+// measured holding time. Rounds continue past isMinRounds until one
+// measures at most isGoodHold, up to isMaxRounds (GARCH on DAX, seed 2:
+// a two-component mixture whose holding time on the points it was fitted
+// to was 1.53 measured 6.10 on its own draws).
 func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 	pr := &f.prep
 	p := f.dim
@@ -209,6 +217,8 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 	var xs [][]float64
 	var lps []float64
 	z, s := make([]float64, p), make([]float64, p)
+	best, bestHold, bestAcc, bestESS := -1, math.Inf(1), 0.0, 0.0
+	w := make([]float64, n)
 	for r := 0; ; r++ {
 		q := rounds[r].q
 		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<47+uint64(r)))
@@ -223,86 +233,186 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 		}
 		rounds[r].n = n
 		xs, lps = append(xs, batch...), append(lps, lp...)
+		for i, x := range batch {
+			w[i] = lp[i] - q.logDensity(x, z)
+		}
+		essR, acc, hold := isQuality(w)
+		if hold < bestHold {
+			best, bestHold, bestAcc, bestESS = r, hold, acc, essR
+		}
 		logW := amisWeights(rounds, xs, lps, z)
 		m, cov, ess := weightedMoments(xs, logW)
+		f.log("importance sampling, round %d: its proposal's own draws: ESS %.0f of %d, expected independence acceptance %.2f, holding time %.2f; all draws: ESS %.0f of %d",
+			r+1, essR, n, acc, hold, ess, len(xs))
 		if m == nil {
 			return nil, nil // no finite weight
 		}
-		l, err := choleskyOf(cov, p)
-		if err != nil {
-			return nil, nil
-		}
-		if r == isRounds {
-			// The final round, from the last proposal alone: its own
-			// weights measure how well that proposal fits.
-			w := make([]float64, n)
-			for i, x := range batch {
-				w[i] = lp[i] - q.logDensity(x, z)
-			}
-			ess, acc, hold := isQuality(w)
-			f.log("importance sampling, final round: ESS %.0f of %d draws, expected independence acceptance %.2f, holding time %.2f", ess, n, acc, hold)
-			if ess < isMinEfficiency*float64(n) {
+		if r+1 >= isMaxRounds || r+1 >= isMinRounds && bestHold <= isGoodHold {
+			if bestESS < isMinEfficiency*float64(n) {
 				return nil, nil
 			}
 			starts, err := resample(xs, logW, f.s.Chains, rand.New(rand.NewPCG(f.s.Seed, 1<<47+1<<20)))
 			if err != nil {
 				return nil, err
 			}
-			return &isResult{proposal: q, mean: m, chol: l, starts: starts, accept: acc, hold: hold, evals: len(xs)}, nil
+			res := &isResult{proposal: rounds[best].q, starts: starts, accept: bestAcc, hold: bestHold, evals: len(xs)}
+			if l, err := choleskyOf(cov, p); err == nil {
+				res.chol = l
+			}
+			f.log("importance sampling: the chains use round %d's proposal", best+1)
+			return res, nil
 		}
-		f.log("importance sampling, round %d: ESS %.0f of %d draws", r+1, ess, len(xs))
-		next, k, sc, d, hold := bestProposal(xs, lps, logW, m, l, z)
-		f.log("importance sampling: next proposal %d Student-t components at %.2f × their fitted scale, defensive weight %.2f (expected holding time %.2f)", k, sc, d, hold)
+		next, k, sc, d, h := bestProposal(xs, lps, logW, z)
+		if next == nil {
+			return nil, nil
+		}
+		f.log("importance sampling: next proposal %d Student-t components at %.2f × their fitted scale, defensive weight %.2f (cross-validated holding time %.2f)", k, sc, d, h)
 		rounds = append(rounds, isRound{q: next})
 	}
 }
 
+// refitProposal fits the independence proposal again, to the chains'
+// draws so far (us: per chain, row-major; lps: their log posteriors),
+// and returns it with its cross-validated holding time on them when that
+// is shorter than the current proposal's, else nil. Draws from π cover its tails in
+// proportion, where the importance-sampling rounds had few effective
+// points: GARCH's chains stood longest at μ → 2, φ → 1, a ridge that 500
+// weighted points barely reach (adaptive independence Metropolis–Hastings
+// with mixtures fitted to past draws: Giordani and Kohn 2010). Changing
+// the kernel between runs, a finite number of times, leaves every run
+// π-invariant.
+func (f *fit) refitProposal(us, lps [][]float64) (*tMixture, float64) {
+	p := f.dim
+	cur := mixtureOf(f.prep.Proposal)
+	n := 0
+	for _, l := range lps {
+		n += len(l)
+	}
+	if cur == nil || n < 50*p {
+		return nil, 0
+	}
+	thin := max(1, n/isRefitDraws)
+	var xs [][]float64
+	var lp []float64
+	for c, l := range lps {
+		for i := 0; i < len(l) && (i+1)*p <= len(us[c]); i += thin {
+			if !math.IsInf(l[i], 0) && !math.IsNaN(l[i]) {
+				xs, lp = append(xs, us[c][i*p:(i+1)*p]), append(lp, l[i])
+			}
+		}
+	}
+	lw := make([]float64, len(xs)) // draws from π: equal weights
+	z := make([]float64, p)
+	old := expectedHold(cur, xs, lp, lw, z)
+	q, k, sc, d, hold := bestProposal(xs, lp, lw, z)
+	if q == nil || !(hold < old) {
+		f.log("independence proposal kept: holding time %.2f on the %d draws", old, len(xs))
+		return nil, 0
+	}
+	f.log("independence proposal refitted to %d draws: %d Student-t components at %.2f × their fitted scale, defensive weight %.2f; holding time %.2f (cross-validated), the old one's %.2f",
+		len(xs), k, sc, d, hold, old)
+	return q, hold
+}
+
+// isRefitDraws is the number of draws refitProposal thins the chains to,
+// and isPilot the iterations per chain of the first sampling segment
+// after importance sampling, whose draws the proposal is refitted to.
+const (
+	isRefitDraws = 1200
+	isPilot      = 150
+)
+
 // isComponents is the largest number of mixture components bestProposal
 // fits.
-const isComponents = 3
+const isComponents = 4
 
 // bestProposal fits Student-t mixtures of 1 to isComponents components to
-// the weighted points (k = 1: their mean m and covariance factor l), at
-// the scales of isScales, each alone and with a defensive component (the
-// t at m with scale 2.5·l, weight isDefensive: Hesterberg 1995), and
-// returns the one with the shortest expected holding time of an
-// independence chain (expectedHold), its number of fitted components,
-// scale, defensive weight and holding time. An independence chain waits
-// about 1/α(x) steps at x, α(x) = E_q min(1, w(y)/w(x)), w = π/q, so a
-// proposal too light where π has mass (w large) makes it stick: GARCH's
-// μ has an exponential tail towards its bound in u, where the chains
-// stood for 10–20 steps at a time with a single t fitted to the draws. A
-// Student-t with ν = 5 at scale 1 has 5/3 the covariance, which wastes
-// proposals in the tails; a single t cannot follow a skewed posterior
-// whose spread in one coordinate grows with another (μ as φ → 1), a
-// mixture can.
-func bestProposal(xs [][]float64, lps, lw, m, l, z []float64) (best *tMixture, k int, scale, defensive, hold float64) {
-	wide := make([]float64, len(l))
-	for i, v := range l {
-		wide[i] = 2.5 * v
+// the weighted points (k = 1: their weighted mean and covariance), at the
+// scales of isScales, each alone and with a defensive component (the t at
+// the weighted mean with 2.5 × its scale, weight isDefensive: Hesterberg
+// 1995), and returns the one with the shortest expected holding time of
+// an independence chain (expectedHold, two-fold cross-validated), its
+// number of fitted components, scale, defensive weight and holding time.
+// An independence chain waits about 1/α(x) steps at x,
+// α(x) = E_q min(1, w(y)/w(x)), w = π/q, so a proposal too light where π
+// has mass (w large) makes it stick: GARCH's μ has an exponential tail
+// towards its bound in u, where the chains stood for 10–20 steps at a
+// time with a single t chosen for its acceptance rate. A Student-t with
+// ν = 5 at scale 1 has 5/3 the covariance, which wastes proposals in the
+// tails; a single t cannot follow a skewed posterior whose spread in one
+// coordinate grows with another (μ as φ → 1), a mixture can.
+func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tMixture, k int, scale, defensive, hold float64) {
+	// Two folds (alternate points): candidates fitted on one are judged
+	// on the other, so that a mixture does not win by fitting the very
+	// points it is judged on.
+	var fold [2]struct {
+		xs      [][]float64
+		lps, lw []float64
+	}
+	for i := range xs {
+		f := &fold[i%2]
+		f.xs, f.lps, f.lw = append(f.xs, xs[i]), append(f.lps, lps[i]), append(f.lw, lw[i])
+	}
+	// fitK returns the k-component fit (unscaled, no defensive part) to
+	// the points and its wide defensive component.
+	fitK := func(xs [][]float64, lw []float64, k int) (*tMixture, []float64, []float64) {
+		mk, cov, _ := weightedMoments(xs, lw)
+		if mk == nil {
+			return nil, nil, nil
+		}
+		lk, err := choleskyOf(cov, len(mk))
+		if err != nil {
+			return nil, nil, nil
+		}
+		wide := make([]float64, len(lk))
+		for i, v := range lk {
+			wide[i] = 2.5 * v
+		}
+		if k == 1 {
+			return newTMixture([]float64{1}, [][]float64{mk}, [][]float64{lk}), mk, wide
+		}
+		return fitMixture(xs, lw, k), mk, wide
+	}
+	build := func(q *tMixture, sc, d float64, mk, wide []float64) *tMixture {
+		c := q.scaled(sc)
+		if d > 0 {
+			c = c.with(d, mk, wide)
+		}
+		return c
 	}
 	hold = math.Inf(1)
 	for nk := 1; nk <= isComponents; nk++ {
-		var q *tMixture
-		if nk == 1 {
-			q = newTMixture([]float64{1}, [][]float64{m}, [][]float64{l})
-		} else if q = fitMixture(xs, lw, nk); q == nil {
+		var qs [2]*tMixture
+		var ms, wides [2][]float64
+		ok := true
+		for j := range fold {
+			qs[j], ms[j], wides[j] = fitK(fold[j].xs, fold[j].lw, nk)
+			ok = ok && qs[j] != nil
+		}
+		if !ok {
 			continue
 		}
 		for _, sc := range isScales {
-			c := q.scaled(sc)
 			for _, d := range []float64{0, isDefensive} {
-				cd := c
-				if d > 0 {
-					cd = c.with(d, m, wide)
+				h := 0.0
+				for j := range fold {
+					o := &fold[1-j]
+					h += 0.5 * expectedHold(build(qs[j], sc, d, ms[j], wides[j]), o.xs, o.lps, o.lw, z)
 				}
-				if h := expectedHold(cd, xs, lps, lw, z); h < hold {
-					best, k, scale, defensive, hold = cd, nk, sc, d, h
+				if h < hold {
+					k, scale, defensive, hold = nk, sc, d, h
 				}
 			}
 		}
 	}
-	return best, k, scale, defensive, hold
+	if k == 0 {
+		return nil, 0, 0, 0, hold
+	}
+	q, mk, wide := fitK(xs, lw, k)
+	if q == nil {
+		return nil, 0, 0, 0, hold
+	}
+	return build(q, scale, defensive, mk, wide), k, scale, defensive, hold
 }
 
 // isDefensive is the weight of bestProposal's defensive component.

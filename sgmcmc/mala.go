@@ -287,11 +287,13 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 }
 
 // chainFactories returns Run's estimator and method factories for the
-// chosen gradient with noise covariance w, and a function that reports
-// the Metropolis–Hastings acceptance rates of the Langevin and of the
+// chosen gradient with noise covariance w, a function that reports the
+// Metropolis–Hastings acceptance rates of the Langevin and of the
 // independence proposals over the chains (NaN unless the chains are
-// mala). Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64)) {
+// mala), and one that gives the chains a new independence proposal
+// between runs (nil unless they are mala). The chains persist across
+// Runs with the same factories. Estimator errors are stored in *setupErr.
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tMixture)) {
 	pr := &f.prep
 	var mu sync.Mutex
 	record := func(err error) { // with mu held
@@ -312,7 +314,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				}
 				return est
 			}, func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
-			func() (float64, float64) { return math.NaN(), math.NaN() }
+			func() (float64, float64) { return math.NaN(), math.NaN() }, nil
 	}
 	chains := make([]*mala, f.s.Chains)
 	get := func(c int) *mala {
@@ -347,6 +349,15 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 		}
 		return float64(acc) / float64(max(prop, 1)), float64(ia) / float64(max(ip, 1))
 	}
+	retarget := func(q *tMixture) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range chains {
+			if m != nil {
+				m.ind = q
+			}
+		}
+	}
 	// A nil *mala must reach Run as a nil interface.
 	return func(c int) Estimator {
 			if m := get(c); m != nil {
@@ -358,5 +369,5 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				return m
 			}
 			return nil
-		}, rates
+		}, rates, retarget
 }

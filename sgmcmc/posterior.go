@@ -92,8 +92,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	natural := func(dst, u []float64) { f.model.Constrain(dst, u) }
 	if pr.Starts == nil {
 		err := f.adapt(ctx)
-		// Nothing has reached the user's recorder yet: a grid that fails
-		// here can still give way to particles.
+		// Nothing has reached the user's recorder yet: noisy chains that
+		// fail here can still give way to exact ones, a grid to particles.
+		if f.toFull(ctx, err) {
+			err = f.adapt(ctx)
+		}
 		if f.toParticles(ctx, err, "adaptation") {
 			if err = f.prepareAt(ctx, f.warm); err == nil {
 				err = f.adapt(ctx)
@@ -110,6 +113,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	h := pr.StepSize
 	iters := f.s.Iterations
+	lastSeg := 2 // segments: the first and up to two extensions
 	if iters == 0 {
 		least := 500
 		if pr.Gradient == FullGradient {
@@ -117,10 +121,18 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		iters = min(iters, 50000)
+		if pr.Gradient == FullGradient && pr.Proposal != nil {
+			// A short first segment: the proposal is refitted to its
+			// draws (refitProposal) before the rest, which may take one
+			// more extension.
+			iters = min(iters, isPilot)
+			lastSeg = 3
+		}
 	}
 	iters *= f.s.Thin
 	var setupErr error
-	newEst, newMethod, acceptance := f.chainFactories(f.noiseW(), &setupErr)
+	newEst, newMethod, acceptance, retarget := f.chainFactories(f.noiseW(), &setupErr)
+	logPost := make([][]float64, f.s.Chains) // the draws' log posteriors (refitProposal)
 	var user *segmented
 	if f.s.Recorder != nil && f.s.Checkpoint == "" {
 		user = &segmented{r: f.s.Recorder}
@@ -133,7 +145,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	post.Natural = make([][]float64, f.s.Chains)
 	// Segments: the first of the planned length; while the ESS falls short
 	// of TargetESS (the autocorrelation time of a short adaptation window
-	// is a rough guess) or R-hat exceeds 1.01, up to two more, continuing every chain where it
+	// is a rough guess) or R-hat exceeds 1.01, up to two more (three after
+	// FullGradient's short first segment), continuing every chain where it
 	// stopped. A fixed Iterations, a time budget or a checkpoint make it
 	// one segment.
 	var res *Result
@@ -193,11 +206,12 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		for c, ch := range trace.Chains {
 			post.U[c] = append(post.U[c], ch.U...)
 			post.Natural[c] = append(post.Natural[c], ch.Natural...)
+			logPost[c] = append(logPost[c], ch.LogPost...)
 		}
 		if user != nil {
 			user.offset += iters
 		}
-		if seg == 2 || runErr != nil || stopped > 0 || f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
+		if seg == lastSeg || runErr != nil || stopped > 0 || f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
 			break
 		}
 		ess, rhat := convergence(post, len(names))
@@ -208,6 +222,18 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		// when only R-hat is short.
 		more := float64(iters*(seg+1)) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		iters = min(50000, max(200, int(math.Ceil(more))))
+		if retarget != nil && pr.Proposal != nil {
+			if q, hold := f.refitProposal(post.U, logPost); q != nil {
+				retarget(q)
+				pr.Proposal = q.components()
+				post.Preparation.Proposal = pr.Proposal
+				// The draws so far came from the old proposal: the
+				// shortfall at the new one's holding time.
+				pr.IAT = (2*hold - 1) / pr.Independence
+				short := float64(f.s.TargetESS) - math.Min(ess, float64(f.s.TargetESS)/2)
+				iters = f.s.Thin * min(50000, max(100, int(math.Ceil(1.25*short*pr.IAT/float64(f.s.Chains)))))
+			}
+		}
 		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
 	}
 	if acc, ind := acceptance(); !math.IsNaN(acc) {
