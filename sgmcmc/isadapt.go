@@ -455,7 +455,14 @@ func expectedHold(q *tMixture, xs [][]float64, lps, lw, z []float64) float64 {
 	if omega == nil || nu == nil {
 		return math.Inf(1)
 	}
-	hold := 0.0
+	_, hold := independenceRates(omega, nu, ws)
+	return hold
+}
+
+// independenceRates returns E_x α(x) and E_x 1/α(x) for x weighted by
+// omega, α(x_i) = Σ_j ν_j min(1, w_j/w_i), with the log weights lw = log w
+// (the acceptance rate and the holding time of an independence chain).
+func independenceRates(omega, nu, lw []float64) (accept, hold float64) {
 	for i, oi := range omega {
 		if oi == 0 {
 			continue
@@ -463,12 +470,13 @@ func expectedHold(q *tMixture, xs [][]float64, lps, lw, z []float64) float64 {
 		a := 0.0
 		for j, nj := range nu {
 			if nj > 0 {
-				a += nj * math.Min(1, math.Exp(ws[j]-ws[i]))
+				a += nj * math.Min(1, math.Exp(lw[j]-lw[i]))
 			}
 		}
+		accept += oi * a
 		hold += oi / math.Max(a, 1e-6)
 	}
-	return hold
+	return accept, hold
 }
 
 // fitMixture fits a k-component Gaussian mixture to the points xs with log
@@ -648,20 +656,12 @@ func isQuality(lw []float64) (ess, accept, hold float64) {
 	for _, v := range w {
 		s2 += v * v
 	}
-	ess = 1 / s2
-	for _, wi := range w {
-		if wi == 0 {
-			continue
-		}
-		a := 0.0
-		for _, wj := range w {
-			a += math.Min(1, wj/wi)
-		}
-		a /= float64(len(w))
-		accept += wi * a
-		hold += wi / math.Max(a, 1e-6)
+	uniform := make([]float64, len(w))
+	for i := range uniform {
+		uniform[i] = 1 / float64(len(w))
 	}
-	return ess, accept, hold
+	accept, hold = independenceRates(w, uniform, lw)
+	return 1 / s2, accept, hold
 }
 
 // normalized returns exp(lw) scaled to sum 1, or nil when no weight is
