@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
@@ -216,6 +217,39 @@ func TestFitRejectsBadData(t *testing.T) {
 		_, err := sgmcmc.Fit(context.Background(), models.SVM{}, data, sgmcmc.FitSettings{})
 		if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want ssm.ErrData containing %q", c.y, err, c.want)
+		}
+	}
+}
+
+// TestFitFullBudget fits the LGSSM series with full-data Kalman scores
+// under a checkpoint and under a time budget, where the sampling is one
+// segment: it must be the planned one (at least 200 iterations per chain
+// by FullGradient's autocorrelation estimate), not the short first
+// segment that precedes a refit of the independence proposal, and give no
+// ESS or R-hat warning.
+func TestFitFullBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical")
+	}
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	for _, c := range []struct {
+		name string
+		set  sgmcmc.FitSettings
+	}{
+		{"checkpoint", sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, Checkpoint: filepath.Join(t.TempDir(), "ck")}},
+		{"time budget", sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, MaxTime: time.Hour}},
+	} {
+		post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data, c.set)
+		if err != nil {
+			t.Fatal(c.name, err)
+		}
+		t.Logf("%s: %d iterations per chain, warnings %q", c.name, post.Iterations, post.Warnings)
+		if post.Iterations < 200 || len(post.Warnings) > 0 {
+			t.Errorf("%s: %d iterations per chain (want at least 200), warnings %q", c.name, post.Iterations, post.Warnings)
 		}
 	}
 }

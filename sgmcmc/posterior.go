@@ -121,10 +121,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		iters = min(iters, 50000)
-		if pr.Gradient == FullGradient && pr.Proposal != nil {
+		if pr.Gradient == FullGradient && pr.Proposal != nil && f.s.MaxTime == 0 && f.s.Checkpoint == "" {
 			// A short first segment: the proposal is refitted to its
 			// draws (refitProposal) before the rest, which may take one
-			// more extension.
+			// more extension. (A time budget or a checkpoint make one
+			// segment: no refit.)
 			iters = min(iters, isPilot)
 			lastSeg = 3
 		}
@@ -229,7 +230,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 				post.Preparation.Proposal = pr.Proposal
 				// The draws so far came from the old proposal: the
 				// shortfall at the new one's holding time.
-				pr.IAT = (2*hold - 1) / pr.Independence
+				pr.IAT = independenceIAT(hold, pr.Independence)
 				short := float64(f.s.TargetESS) - math.Min(ess, float64(f.s.TargetESS)/2)
 				iters = f.s.Thin * min(50000, max(100, int(math.Ceil(1.25*short*pr.IAT/float64(f.s.Chains)))))
 			}
