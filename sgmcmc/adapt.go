@@ -58,6 +58,8 @@ const adaptWindows = 3
 // would mix that much slower. The noise correction W = Lᵀ V L and the step
 // follow each new metric. The second window also measures the
 // autocorrelation time that sets the default number of iterations.
+// FullGradient's chains are adapted by importance sampling instead
+// (adaptIS), unless it fails to find a usable proposal.
 func (f *fit) adapt(ctx context.Context) error {
 	pr := &f.prep
 	p, chains := f.dim, f.s.Chains

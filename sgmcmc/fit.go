@@ -311,7 +311,10 @@ type ProposalComponent struct {
 //  3. sampling: Chains chains of Precond (SGLD preconditioned by H⁻¹ with
 //     the injected noise reduced by the measured gradient noise, so the
 //     draws are not widened by it), started from N(u*, H⁻¹), with the
-//     estimator of the lower cost per effective draw;
+//     estimator of the lower cost per effective draw; or, with the
+//     full-data score of a deterministic filter (FullGradient), exact
+//     Metropolis–Hastings chains whose independence proposal is fitted by
+//     adaptive importance sampling and refitted to their draws (doc.go);
 //  4. a summary with diagnostics and warnings (Posterior).
 //
 // The error is non-nil only when no posterior can be reported; problems
