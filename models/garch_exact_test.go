@@ -124,6 +124,29 @@ func BenchmarkGARCHExact(b *testing.B) {
 	}
 }
 
+// BenchmarkGARCHExactFull is one full-data pass over all 1859 DAX returns
+// near the posterior mode, with the gradient (a full-data score) and
+// without it (the log-likelihood alone, what an independence proposal of
+// sgmcmc's FullGradient chains needs).
+func BenchmarkGARCHExactFull(b *testing.B) {
+	seq := gxDAX(b, 5000)
+	T := seq.Len()
+	w := ssm.Window{Start: 0, End: T, KeepStart: 0, KeepEnd: T}
+	for _, c := range []struct {
+		name string
+		grad []float64
+	}{{"score", make([]float64, 4)}, {"loglik", nil}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := (GARCH{}).ExactScore(c.grad, gxU0[:], seq, w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // TestGARCHExactConvergence measures the discretisation error on the DAX
 // returns: G against 2G, for the log-likelihood and for the gradient, the
 // latter in units of the posterior scale (the gradient error times the
