@@ -25,10 +25,7 @@ import (
 // likelihood, 20 000 draws): every mean within 0.25 reference sds and every
 // sd within a factor [0.8, 1.25], with R-hat and ESS that raise no warning.
 func TestFitLGSSMCalibration(t *testing.T) {
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := lgssmSim(t).Sequences[0]
 	b, err := os.ReadFile(filepath.Join("..", "examples", "fit", "gridref", "ref_lgssm_sim.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -111,11 +108,7 @@ func (s *stopAt) Done(*sgmcmc.Result) error { return nil }
 // the elapsed time) with an uninterrupted fit: identical, no row lost or
 // duplicated. The interrupted fit reports the draws so far with a warning.
 func TestFitResume(t *testing.T) {
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := lgssmSim(t)
 	m := models.LGSSM{}
 	fit := func(dir string, stop int) (*sgmcmc.Posterior, []string) {
 		f, err := os.OpenFile(filepath.Join(dir, "trace.csv"), os.O_RDWR|os.O_CREATE, 0o644)
@@ -175,11 +168,7 @@ func TestFitResume(t *testing.T) {
 // simulated LGSSM series: exact Kalman gradients, a particle filter and
 // the grid filter on one and on two workers (the parallel throughput).
 func BenchmarkFit(b *testing.B) {
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := lgssmSim(b)
 	for _, c := range []struct {
 		name string
 		set  sgmcmc.FitSettings
@@ -231,11 +220,7 @@ func TestFitFullBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical")
 	}
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := lgssmSim(t)
 	for _, c := range []struct {
 		name string
 		set  sgmcmc.FitSettings
@@ -252,4 +237,14 @@ func TestFitFullBudget(t *testing.T) {
 			t.Errorf("%s: %d iterations per chain (want at least 200), warnings %q", c.name, post.Iterations, post.Warnings)
 		}
 	}
+}
+
+// lgssmSim reads the simulated LGSSM series of testdata (T = 2000).
+func lgssmSim(t testing.TB) ssm.Dataset {
+	t.Helper()
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
 }

@@ -529,7 +529,7 @@ func fitMixture(xs [][]float64, lw []float64, k int) *tMixture {
 	chol := make([][]float64, k)
 	cov := make([]float64, p*p)
 	z := make([]float64, p)
-	logp := make([]float64, k)
+	logp, norm := make([]float64, k), make([]float64, k) // norm: log w_c − log |L_c|
 	for iter := 0; iter < 100; iter++ {
 		// M-step.
 		for c := range k {
@@ -565,14 +565,16 @@ func fitMixture(xs [][]float64, lw []float64, k int) *tMixture {
 			weight[c], center[c], chol[c] = wc, mc, l
 		}
 		// E-step (Gaussian log densities up to their shared constant).
+		for c := range k {
+			norm[c] = math.Log(weight[c])
+			for a := range p {
+				norm[c] -= math.Log(chol[c][a*p+a])
+			}
+		}
 		change := 0.0
 		for _, i := range idx {
 			for c := range k {
-				ld := 0.0
-				for a := range p {
-					ld += math.Log(chol[c][a*p+a])
-				}
-				logp[c] = math.Log(weight[c]) - ld - 0.5*mahalanobis2(xs[i], center[c], chol[c], z)
+				logp[c] = norm[c] - 0.5*mahalanobis2(xs[i], center[c], chol[c], z)
 			}
 			top := logSumExp(logp)
 			for c := range k {

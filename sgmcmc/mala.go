@@ -158,15 +158,22 @@ func (m *mala) store(u []float64, lp float64) int {
 	return i
 }
 
+// choose draws the kind of the coming proposal: 2 (independence) with
+// probability pInd when there is an independence proposal, else 1.
+func (m *mala) choose(rng *rand.Rand) int {
+	if m.ind != nil && rng.Float64() < m.pInd {
+		return 2
+	}
+	return 1
+}
+
 // skipGrad implements gradFree: it draws the coming step's proposal and,
 // for an independence proposal, returns the log posterior at u without
 // the gradient the Langevin proposal would need.
 func (m *mala) skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float64, bool, error) {
-	m.kind = 1
-	if m.ind == nil || !(rng.Float64() < m.pInd) {
+	if m.kind = m.choose(rng); m.kind == 1 {
 		return 0, false, nil
 	}
-	m.kind = 2
 	lp, err := m.logPost(ctx, u, rng)
 	return lp, true, err
 }
@@ -203,10 +210,7 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 	kind := m.kind
 	m.kind = 0
 	if kind == 0 { // not drawn by skipGrad (a caller outside Sampler)
-		kind = 1
-		if m.ind != nil && rng.Float64() < m.pInd {
-			kind = 2
-		}
+		kind = m.choose(rng)
 	}
 	if kind == 2 {
 		m.independent(u, lp0, rng)
