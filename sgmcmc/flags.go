@@ -30,7 +30,7 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.N, "N", s.N, "number of particles of the plain gradient's filter (0: 1000)")
 	fs.IntVar(&s.CVParticles, "Ncv", s.CVParticles, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
 	fs.Var(&s.Filter, "filter", "window filter: `auto|grid|particles`; auto takes a grid filter for scalar states with a transition density, else particles")
-	fs.Var(&s.Gradient, "gradient", "gradient: `auto|cv|plain|full`; auto measures them and keeps the cheapest per effective draw, cv is control variates, full the exact full-data score (deterministic filters only)")
+	fs.Var(&s.Gradient, "gradient", "gradient: `auto|cv|plain|full`; auto measures them and keeps the cheapest for the whole run, cv is control variates, full the exact full-data score (deterministic filters only)")
 	fs.Float64Var(&s.StepSize, "step", s.StepSize, "SGLD step in posterior-scale units, in (0, 1) (0: from the measured gradient noise)")
 	fs.IntVar(&s.WarmUp, "warmup", s.WarmUp, "Adam iterations that look for the mode (0: 300)")
 	fs.IntVar(&s.AdaptWindow, "adapt", s.AdaptWindow, "iterations of each of the 3 metric-adaptation windows (0: 10 autocorrelation times, at least 300)")

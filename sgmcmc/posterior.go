@@ -115,9 +115,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	iters := f.s.Iterations
 	lastSeg := 2 // segments: the first and up to two extensions
 	if iters == 0 {
-		least := 500
+		least := sgldMinIters
 		if pr.Gradient == FullGradient {
-			least = 200 // exact chains: no transient, a fresh draw every few steps
+			least = fullMinIters // exact chains: no transient, a fresh draw every few steps
 		}
 		iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		iters = min(iters, 50000)
@@ -167,8 +167,13 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if f.s.Progress != nil {
 			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
 		}
-		f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
-			f.s.Chains, iters, pr.Gradient, h, pr.IAT)
+		if pr.Gradient == FullGradient {
+			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on full-data scores, Langevin step %.3g (autocorrelation time ≈ %.0f)",
+				f.s.Chains, iters, h, pr.IAT)
+		} else {
+			f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
+				f.s.Chains, iters, pr.Gradient, h, pr.IAT)
+		}
 		st := Settings{
 			Iterations:  iters,
 			Runtime:     f.s.MaxTime,

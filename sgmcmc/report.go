@@ -90,11 +90,12 @@ func (p *Posterior) Report() PosteriorReport {
 
 // NoiseRatio returns NoiseCV[i,i] / NoisePlain[i,i] per coordinate of u:
 // the factor by which the control variate reduces the variance of the
-// gradient noise (nil when the noise was not measured: before, or with
-// full-data scores forced).
+// gradient noise (nil when the noise was not measured, or with full-data
+// scores, which have none: AutoGradient measures it before choosing them,
+// but not where the chains are).
 func (pr Preparation) NoiseRatio() []float64 {
 	p := len(pr.Mode)
-	if len(pr.NoiseCV) < p*p || len(pr.NoisePlain) < p*p {
+	if pr.Gradient == FullGradient || len(pr.NoiseCV) < p*p || len(pr.NoisePlain) < p*p {
 		return nil
 	}
 	r := make([]float64, p)

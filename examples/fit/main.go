@@ -209,7 +209,11 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 }
 
 func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior) error {
-	fmt.Fprintf(w, "%s fitted to %s (T = %d) by preconditioned SGLD, %s\n", strings.ToUpper(c.model), c.data, data.TotalLen(), describe(c, post))
+	method := "preconditioned SGLD"
+	if post.Preparation.Gradient == sgmcmc.FullGradient {
+		method = "Metropolis–Hastings (Langevin and independence proposals)"
+	}
+	fmt.Fprintf(w, "%s fitted to %s (T = %d) by %s, %s\n", strings.ToUpper(c.model), c.data, data.TotalLen(), method, describe(c, post))
 	fmt.Fprintf(w, "posterior of the natural parameters (%d chains, %d kept draws):\n\n", len(post.U), post.Draws())
 	if err := post.WriteText(w); err != nil {
 		return err
