@@ -49,6 +49,13 @@ func (e *corrected) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand)
 // adaptWindows is the number of adaptation windows.
 const adaptWindows = 3
 
+// windowLen is the default length of an adaptation window at step h: ten
+// autocorrelation times (2 − h)/h of the preconditioned chain, at least
+// 300 and at most 3000 iterations.
+func windowLen(h float64) int {
+	return min(3000, max(300, int(math.Ceil(10*(2-h)/h))))
+}
+
 // adapt runs adaptWindows windows of the sampler from draws of N(u*, L Lᵀ) and,
 // after each, replaces the metric L Lᵀ by the covariance of the window's
 // draws, as Stan adapts its metric during warm-up. The first L comes from
@@ -88,7 +95,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		h := pr.StepSize
 		n := f.s.AdaptWindow
 		if n == 0 {
-			n = min(3000, max(300, int(math.Ceil(10*(2-h)/h))))
+			n = windowLen(h)
 		}
 		trace := &Trace{}
 		recs := []Recorder{trace}

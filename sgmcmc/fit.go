@@ -1613,7 +1613,7 @@ func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 	}
 	h := f.step(kl)
 	iat := (2 - h) / h
-	window := math.Min(3000, math.Max(300, 10*iat))
+	window := float64(windowLen(h))
 	if f.s.AdaptWindow > 0 {
 		window = float64(f.s.AdaptWindow)
 	}
