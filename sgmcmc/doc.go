@@ -83,7 +83,14 @@
 //     up to particle noise; ĝ_full(u*) comes from tiling passes of a
 //     16N-particle filter (the smoothers' bias on heavy-tailed data falls
 //     slowly with N), averaged until its error moves the mean by less than
-//     0.1 posterior sd. The plain estimator gets the same first-order bias
+//     0.1 posterior sd. With a deterministic filter on long data, Newton
+//     runs on nested subsets and then reads all the data once, at the
+//     last subset's mode u0; its later steps, and the anchor, use
+//     ĝ_full(u0) plus score differences on a subset, whose sampling error
+//     is reported and kept below 0.1 posterior sd. (A full pass is the
+//     one O(T) step: an anchor from n of T observations would move the
+//     mean by about √(T/n − 1) sds; PrepObs trades that for time.) The
+//     plain estimator gets the same first-order bias
 //     cancellation from a constant: g_S(u) + ĝ_full(u*) − ĝ_N(u*), with
 //     ĝ_N(u*) the tiled score of its own N-particle filter. With
 //     CVParticles the control variate runs its own forward-only filter

@@ -1019,8 +1019,9 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	// than half the data: a full tiling of 10⁸ observations takes ten
 	// minutes and the warm-up may end hundreds of posterior sds from the
 	// mode, while each level starts a few sds from its own mode (5–11 on
-	// the simulated SVM at 10⁷ and 10⁸), so the full data took two or
-	// three Newton steps.
+	// the simulated SVM at 10⁷ and 10⁸), so the full data take two or
+	// three Newton steps, of which only the first reads them all
+	// (scoreTile).
 	// sf is f, or with PrepObs a subset of it: the Newton steps from here
 	// on, the anchor and the Jacobian read sf's observations only.
 	var levels []int
