@@ -821,11 +821,12 @@ func (f *fit) scoreTile(ctx context.Context, u []float64, passes int, stream uin
 	return t, nil
 }
 
-// setDiff makes scoreTile difference from the full data's tiling t at u0
-// (when diffOK): a subset of diffObs observations (a tenth of the data at
-// most) is tiled at u0 once.
+// setDiff makes scoreTile difference from f's tiling t at u0 (when
+// diffOK): a subset of diffObs observations (a tenth of f's at most) is
+// tiled at u0 once. f is the whole data or, from 10⁶ observations on, a
+// Newton level's subset (whose own subset thins its blocks).
 func (f *fit) setDiff(ctx context.Context, u0 []float64, t *tiling, stream uint64) error {
-	if !f.diffOK || f.diff != nil || f.scale != 0 {
+	if !f.diffOK || f.diff != nil {
 		return nil
 	}
 	sub := f.subset(min(diffObs, f.total/10))
@@ -834,7 +835,7 @@ func (f *fit) setDiff(ctx context.Context, u0 []float64, t *tiling, stream uint6
 		return err
 	}
 	f.diff = &diffBase{full: t, at0: at0, sub: sub, stream: stream}
-	f.log("Newton's next scores: the full data's at this point plus differences on a subset of %d observations", sub.total)
+	f.log("Newton's next scores: this point's from all %d observations plus differences on a subset of %d", f.total, sub.total)
 	return nil
 }
 
@@ -1036,6 +1037,9 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	}
 	for _, n := range levels {
 		sub := f.subset(n)
+		// From 10⁶ observations on, a level reads its own subset once
+		// too (differences on a tenth of it, 100 blocks at least).
+		sub.diffOK = sub.total >= 1000000
 		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
 		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
 			return err
@@ -1367,6 +1371,9 @@ const subsetObs = 100000
 // scaled by total/n to estimate the whole data's score and information.
 func (f *fit) subset(n int) *fit {
 	const blk = 1000
+	if f.scale != 0 {
+		return f.thin(n)
+	}
 	stride := max(blk, int(float64(blk)*float64(f.total)/float64(n)))
 	var data ssm.Dataset
 	kept := 0
@@ -1380,6 +1387,26 @@ func (f *fit) subset(n int) *fit {
 	g.data, g.total, g.short = data, kept, blk
 	g.diff, g.diffOK = nil, false
 	g.scale = float64(f.total) / float64(kept)
+	g.log = func(format string, a ...any) { f.log("subset: "+format, a...) }
+	return &g
+}
+
+// thin returns a subset of about n observations of the subset f: every
+// k-th of its blocks, k ≈ f.total/n, its scores scaled to the whole data
+// (subsetSE's finite-population factor 1 − 1/scale then counts the whole
+// data, which overstates the variance a little).
+func (f *fit) thin(n int) *fit {
+	k := max(1, int(math.Round(float64(f.total)/float64(n))))
+	var data ssm.Dataset
+	kept := 0
+	for i := 0; i < len(f.data.Sequences); i += k {
+		data.Sequences = append(data.Sequences, f.data.Sequences[i])
+		kept += f.data.Sequences[i].Len()
+	}
+	g := *f
+	g.data, g.total = data, kept
+	g.scale = f.scale * float64(f.total) / float64(kept)
+	g.diff, g.diffOK = nil, false
 	g.log = func(format string, a ...any) { f.log("subset: "+format, a...) }
 	return &g
 }
