@@ -1232,7 +1232,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 					return nil, nil, nil, nil, stream, err
 				}
 				stream += uint64(passes)
-				if det && f.diff == nil {
+				if det && f.diff == nil && f.diffOK {
 					if err = f.setDiff(ctx, u, t, stream); err != nil {
 						return nil, nil, nil, nil, stream, err
 					}
