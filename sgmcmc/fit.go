@@ -821,14 +821,11 @@ func (f *fit) scoreTile(ctx context.Context, u []float64, passes int, stream uin
 	return t, nil
 }
 
-// setDiff makes scoreTile difference from f's tiling t at u0 (when
-// diffOK): a subset of diffObs observations (a tenth of f's at most) is
+// setDiff makes scoreTile difference from f's tiling t at u0 (newton
+// calls it when diffOK): a subset of diffObs observations (a tenth of f's at most) is
 // tiled at u0 once. f is the whole data or, from 10⁶ observations on, a
 // Newton level's subset (whose own subset thins its blocks).
 func (f *fit) setDiff(ctx context.Context, u0 []float64, t *tiling, stream uint64) error {
-	if !f.diffOK || f.diff != nil {
-		return nil
-	}
 	sub := f.subset(min(diffObs, f.total/10))
 	at0, err := sub.tile(ctx, u0, 1, stream, sub.tileSet())
 	if err != nil {
@@ -1037,9 +1034,10 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	}
 	for _, n := range levels {
 		sub := f.subset(n)
-		// From 10⁶ observations on, a level reads its own subset once
-		// too (differences on a tenth of it, 100 blocks at least).
-		sub.diffOK = sub.total >= 1000000
+		// From diffObs observations on, a level reads its own subset
+		// once too (differences on a tenth of it, 100 blocks of 1000 at
+		// least).
+		sub.diffOK = sub.total >= diffObs
 		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
 		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
 			return err
@@ -1079,7 +1077,6 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 			}
 			stream += uint64(passes)
 		}
-		f.diff, f.diffOK = nil, false
 	}
 	// The anchor: fresh passes with AnchorParticles until its error moves
 	// the mean by < 0.1 sd. The control-variate chains inherit the

@@ -80,9 +80,9 @@ func TestPrepObs(t *testing.T) {
 // differences (a nonzero reported standard error), differ from the exact
 // full-data score there by less than 4 of its reported standard errors in
 // every coordinate, and be precise enough to keep (ShiftSD ≤ 0.1). Over
-// data seeds 6, 7, 9 and 10 the differences were 0.18–2.19 reported SEs
-// (root mean square 1.0) and ShiftSD 0.048–0.089; with seed 8 Newton's
-// first full-data step was 5.03 sds, the differences' ShiftSD exceeded 0.1
+// data seeds 6, 7, 9 and 10 the differences were 0.18–2.20 reported SEs
+// (root mean square 1.06) and ShiftSD 0.047–0.083; with seed 8 Newton's
+// first full-data step was 5.09 sds, the differences' ShiftSD exceeded 0.1
 // and the preparation read all the data again at the mode, as designed.
 func TestDiffAnchor(t *testing.T) {
 	const T = 400000
