@@ -38,15 +38,7 @@ func TestPrepObs(t *testing.T) {
 	}
 	const T, n = 2000000, 20000
 	m := models.LGSSM{}
-	u, err := m.Params(0.9, 0.5, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, seq, err := m.Simulate(T, u, rand.New(rand.NewPCG(5, 5)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := simLGSSM(t, T, 5)
 	var obs atomic.Int64
 	cm := countingLGSSM{obs: &obs}
 	f, err := newFit(cm, data, FitSettings{Seed: 2, Exact: true, PrepObs: n, Gradient: ControlVariateGradient, NoiseProbes: 8, WarmUp: 200})
@@ -87,15 +79,7 @@ func TestPrepObs(t *testing.T) {
 func TestDiffAnchor(t *testing.T) {
 	const T = 400000
 	m := models.LGSSM{}
-	u, err := m.Params(0.9, 0.5, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, seq, err := m.Simulate(T, u, rand.New(rand.NewPCG(5, 6)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := simLGSSM(t, T, 6)
 	var logs []string
 	f, err := newFit(m, data, FitSettings{Seed: 2, Exact: true, Gradient: ControlVariateGradient, NoiseProbes: 8, WarmUp: 200})
 	if err != nil {
@@ -141,4 +125,20 @@ func checkAnchor(t *testing.T, f *fit, m ssm.Model, data ssm.Dataset) {
 			t.Errorf("coordinate %d: the anchor is %.3f from the full-data score, more than 4 reported SEs (%.3f)", i, d, se)
 		}
 	}
+}
+
+// simLGSSM simulates T observations of the LGSSM at φ = 0.9, σ = 0.5,
+// τ = 1 with the generator PCG(5, seed).
+func simLGSSM(t *testing.T, T int, seed uint64) ssm.Dataset {
+	t.Helper()
+	m := models.LGSSM{}
+	u, err := m.Params(0.9, 0.5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, seq, err := m.Simulate(T, u, rand.New(rand.NewPCG(5, seed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
 }
