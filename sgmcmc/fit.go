@@ -565,6 +565,9 @@ type tiling struct {
 	// blk is, on a subset with one pass, the score summed per block
 	// (block-major, unscaled): scoreTile differences it.
 	blk []float64
+	// full marks the exact full-data score (every sequence one window)
+	// with fisher = −J, from observedNewton.
+	full bool
 }
 
 // anchorSE returns the anchor's standard error: Monte Carlo and, on a
@@ -860,9 +863,10 @@ func (t *tiling) merge(o *tiling) {
 	t.passes += o.passes
 }
 
-// hessian returns −∇² log π at u: the empirical Fisher information plus
-// the prior's curvature (central differences of its gradient), made
-// positive definite.
+// hessian returns −∇² log π at u: the information fisher (the blocks'
+// empirical Fisher information, or −J) plus the prior's curvature (central
+// differences of its gradient), made positive definite (eigenvalues below
+// 10⁻⁸ of the largest replaced by their magnitude, at least that floor).
 func (f *fit) hessian(u, fisher []float64) (*mat.SymDense, error) {
 	p := f.dim
 	h := f.information(u, fisher)
@@ -878,7 +882,10 @@ func (f *fit) hessian(u, fisher []float64) (*mat.SymDense, error) {
 	clipped := false
 	for k, v := range vals {
 		if v < 1e-8*top {
-			vals[k], clipped = 1e-8*top, true
+			// A negative curvature (an indefinite −J away from the mode)
+			// keeps its magnitude as the scale: clipped to 1e-8·top it
+			// would make that direction's sd 10⁴ times the narrowest.
+			vals[k], clipped = max(math.Abs(v), 1e-8*top), true
 		}
 	}
 	if clipped {
@@ -1131,11 +1138,13 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		stream += uint64(more)
 		t.merge(o)
 	}
-	if f.prep.Exact && jac != nil {
+	if f.prep.Exact && jac != nil && !t.full {
 		// The model's exact scorer: the observed information −J is the
 		// Hessian (the blocks' empirical Fisher information overstated
 		// GARCH's 3- to 10-fold in two directions on DAX; see
-		// observedNewton).
+		// observedNewton). observedNewton's exact full-data −J comes with
+		// t; the tilings' −J is the fallback (on the S&P 500 it was
+		// nearly singular along μ: probes went to u₀ = 400).
 		fisher = negated(jac)
 	}
 	if h, err = f.hessian(u, fisher); err != nil {
@@ -1344,7 +1353,7 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 				j[i*p+k] = (sc[1+2*k][i] - sc[2+2*k][i]) / (2 * eta)
 			}
 		}
-		t = &tiling{mean: sc[0], se: make([]float64, p), fisher: negated(j), passes: 1, loglik: math.NaN()}
+		t = &tiling{mean: sc[0], se: make([]float64, p), fisher: negated(j), passes: 1, loglik: math.NaN(), full: true}
 		hj := f.information(u, t.fisher)
 		var eig mat.EigenSym
 		if !eig.Factorize(hj, false) {
