@@ -1431,7 +1431,14 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 			return u, t, h, l, stream, nil
 		}
 	}
-	return u, t, h, l, stream, nil
+	// Not converged in 20 steps: the score at the last u (t was the
+	// previous point's), with the last −J; no H (the caller's stands).
+	sc, err := f.fullScores(ctx, [][]float64{u})
+	if err != nil {
+		return nil, nil, nil, nil, stream, err
+	}
+	t = &tiling{mean: sc[0], se: make([]float64, p), fisher: t.fisher, passes: 1, loglik: math.NaN(), full: true}
+	return u, t, nil, nil, stream, nil
 }
 
 // fullSet is the estimator settings of the exact full-data score: every

@@ -15,8 +15,8 @@ import (
 // buffer of 40 steps forgets 0.997⁴⁰ ≈ 11% of the state): the gradient
 // of the exact full-data log posterior, computed here directly from
 // models.GARCH.ExactScore over the whole sequence and the prior, must be
-// < 0.1 posterior sd long in the preparation's metric (|Lᵀg|), where the
-// buffered tilings' Newton used to stop.
+// < 0.1 posterior sd long in the preparation's metric (|Lᵀg|). It is
+// 0.009; the buffered tilings' Newton before 2bc7b7a stopped at 0.326.
 func TestObservedNewtonGARCH(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
