@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -240,6 +241,9 @@ type fit struct {
 	diffOK bool
 
 	prep Preparation
+	// fallback says why AutoFilter left the deterministic filter for
+	// particle filters (toParticles; Preparation.Fallback).
+	fallback string
 }
 
 // Preparation is what Fit learns before sampling: the mode, the
@@ -277,6 +281,10 @@ type Preparation struct {
 	// because the grid filter does not apply (GARCH: its state row is not
 	// scalar; its exact scorer filters on nodes for σ²).
 	Exact bool
+	// Fallback, when not empty, says why AutoFilter left the grid filter
+	// or the model's exact scorer for particle filters (a warning of the
+	// Posterior: their bias can widen it).
+	Fallback string
 	// S and B are the subsequence and buffer lengths the chains use
 	// (FitSettings' after the defaults and the sequences' lengths).
 	S, B int
@@ -1181,7 +1189,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		}
 	}
 	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, Jacobian: jac, S: f.gset.S, B: f.gset.B,
-		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE}
+		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 
@@ -1718,6 +1726,12 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 		return false
 	}
 	f.log("the deterministic filter failed during the %s (%v): particle filters with N = %d instead", stage, err, f.s.N)
+	what := "grid filter"
+	if f.prep.Exact {
+		what = "model's exact scorer"
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	f.fallback = fmt.Sprintf("the %s failed during the %s (%s): particle filters with N = %d were used instead, whose bias can widen the posterior", what, stage, msg, f.s.N)
 	f.setGrid(pf.Grid{})
 	f.setExact(false)
 	f.prep.Jacobian = nil

@@ -2,9 +2,13 @@ package sgmcmc
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -56,5 +60,55 @@ func TestObservedNewtonGARCH(t *testing.T) {
 	t.Logf("mode u = %.4f, exact gradient %.4g, Newton step %.3f posterior sds", u, g, norm)
 	if norm > 0.1 {
 		t.Errorf("the exact log posterior's Newton step at the preparation's mode is %.3f posterior sds, want < 0.1", norm)
+	}
+}
+
+// TestFallbackWarning checks that leaving the grid filter for particle
+// filters is reported: toParticles records the failure's first line, the
+// preparation that follows keeps it (Preparation.Fallback, saved with a
+// checkpoint), and the Posterior's warnings carry it.
+func TestFallbackWarning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fit: long test")
+	}
+	m := models.SVM{}
+	u, err := m.Params(0.95, 0.25, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, seq, err := m.Simulate(200, u, rand.New(rand.NewPCG(4, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	f, err := newFit(m, data, FitSettings{Seed: 1, Gradient: PlainGradient, NoiseProbes: 4, WarmUp: 50, Chains: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.chooseFilter(u); err != nil || f.gset.Grid.Nodes == 0 {
+		t.Fatalf("no grid filter at u (err %v)", err)
+	}
+	f.warm = u
+	ctx := context.Background()
+	if !f.toParticles(ctx, errors.New("boom\nsecond line"), "preparation") {
+		t.Fatal("toParticles declined an AutoFilter grid failure")
+	}
+	want := "the grid filter failed during the preparation (boom): particle filters with N = "
+	if !strings.HasPrefix(f.fallback, want) {
+		t.Fatalf("fallback %q, want prefix %q", f.fallback, want)
+	}
+	if err := f.prepareAt(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if f.prep.Fallback != f.fallback || f.prep.Grid.Nodes != 0 {
+		t.Errorf("after the preparation: Fallback %q, grid %d nodes; want %q on particles", f.prep.Fallback, f.prep.Grid.Nodes, f.fallback)
+	}
+	f.s.Iterations, f.s.KSDDraws = 20, -1
+	post, err := f.sample(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(post.Warnings, f.fallback) {
+		t.Errorf("warnings %q lack the fallback %q", post.Warnings, f.fallback)
 	}
 }

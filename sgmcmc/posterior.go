@@ -281,6 +281,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	case runErr != nil && stopped == 0:
 		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
+	if pr.Fallback != "" {
+		post.Warnings = append(post.Warnings, pr.Fallback)
+	}
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
 	}
