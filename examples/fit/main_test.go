@@ -347,10 +347,10 @@ func TestZerosHeavyData(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The default (grid, falling back to particles: the chains go to
-	// sigma 17, tau 0.01, where the grid cannot hold the filter) and the
-	// bootstrap particle filter straight away (a second grid attempt would
-	// only repeat the first).
+	// The default (the grid filter, which falls back to particles, with
+	// a warning, where the chains go beyond what it holds: sigma 17, tau
+	// 0.01 in session 4; the default no longer goes there) and the
+	// bootstrap particle filter straight away.
 	for _, args := range [][]string{{"-proposal", "guided"}, {"-proposal", "bootstrap", "-filter", "particles"}} {
 		o, dir := runJSON(t, append(append([]string{"-data", path}, args...), short...)...)
 		checkOutput(t, o, dir, "svm", models.SVM{}.ParamNames(), 2, 150, 300)
