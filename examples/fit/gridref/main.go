@@ -42,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	scores := fs.Int("scores", 0, "svm: if positive, also compare particle filter scores at the mode with the grid's: this many full-sequence replications (ten times as many buffered ones)")
 	np := fs.Int("N", 0, "particles for -scores (default 1000)")
 	gcheck := fs.String("gcheck", "", "garch: comma-separated grid sizes at which to print the log-likelihood at the mode")
+	startAt := fs.String("start", "", "comma-separated natural parameters at which Newton starts (default: the model's start from the data)")
 	jsonOut := fs.Bool("json", false, "print one JSON object to stdout instead of the text report")
 	simT := fs.Int("simulate", 0, "lgssm: if positive, simulate this many observations at phi = 0.9, sigma = 0.7, tau = 1 (with -seed), write them to -write and fit them")
 	write := fs.String("write", "", "file for -simulate")
@@ -173,6 +175,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	names := m.ParamNames()
 	d := len(names)
+	if *startAt != "" {
+		parts := strings.Split(*startAt, ",")
+		th := make([]float64, len(parts))
+		for i, v := range parts {
+			if th[i], err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+				return fmt.Errorf("-start %q: %v", *startAt, err)
+			}
+		}
+		if len(th) != d {
+			return fmt.Errorf("-start %q: %d values, want %d (%s)", *startAt, len(th), d, strings.Join(names, ", "))
+		}
+		if err := m.Unconstrain(u0, th); err != nil {
+			return fmt.Errorf("-start %q: %v", *startAt, err)
+		}
+	}
 	logpost := func(u []float64, k uint64) float64 {
 		lp := m.LogPrior(nil, u)
 		if math.IsInf(lp, -1) || math.IsNaN(lp) {

@@ -82,6 +82,21 @@ func TestRunSmall(t *testing.T) {
 	if err := run([]string{"-data", data, "-G", "60", "-n", "50", "-scores", "2", "-N", "50"}, &out, &errb); err != nil {
 		t.Fatalf("-scores: %v\n%s", err, errb.String())
 	}
+	// -start moves Newton's starting point only: the same mode; bad
+	// values are one-line errors.
+	var started bytes.Buffer
+	if err := run([]string{"-data", data, "-G", "60", "-n", "50", "-start", "0.8,0.5,1.2"}, &started, &errb); err != nil {
+		t.Fatalf("-start: %v\n%s", err, errb.String())
+	}
+	modeLine := func(s string) string { l, _, _ := strings.Cut(s[strings.Index(s, "mode:"):], "\n"); return l }
+	if a, b := modeLine(out.String()), modeLine(started.String()); a != b {
+		t.Errorf("-start changed the mode: %q vs %q", b, a)
+	}
+	for _, bad := range []string{"0.8,0.5", "0.8,x,1", "1.5,0.5,1"} {
+		if err := run([]string{"-data", data, "-start", bad}, &started, &errb); err == nil || !strings.Contains(err.Error(), "-start") {
+			t.Errorf("-start %s: error %v, want one naming -start", bad, err)
+		}
+	}
 	for _, want := range []string{"mode: phi 0.9", "phi    mean", "tau    mean", "grid (central differences)", "PF full, guided, N = 50 (2)", "PF S = 40, B = 10, bootstrap, N = 50 (20)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -17,6 +17,7 @@ import (
 type paramModel interface {
 	ParamNames() []string
 	Constrain(theta, u []float64) float64
+	Unconstrain(u, theta []float64) error
 	LogPrior(grad, u []float64) float64
 }
 
