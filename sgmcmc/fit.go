@@ -1200,25 +1200,43 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 // by central differences of deterministic tilings, all with the same
 // tiling (the same stream) so that they differentiate one function.
 func (f *fit) jacobian(ctx context.Context, u []float64, stream uint64) ([]float64, error) {
-	p := f.dim
-	const eta = 1e-4
-	cols := make([][]float64, 2*p)
-	for i := range cols {
-		v := append([]float64(nil), u...)
-		v[i/2] += eta * float64(1-2*(i%2)) // +η, then −η
+	pts := jacobianPoints(u)
+	cols := make([][]float64, len(pts))
+	for i, v := range pts {
 		t, err := f.tile(ctx, v, 1, stream, f.tileSet())
 		if err != nil {
 			return nil, fmt.Errorf("sgmcmc: Jacobian of the full-data score: %w", err)
 		}
 		cols[i] = t.mean
 	}
+	return centralDiff(cols, f.dim), nil
+}
+
+// jacobianEta is the step of the central differences of the scores.
+const jacobianEta = 1e-4
+
+// jacobianPoints returns u + ηe_k and u − ηe_k for k = 0 … p−1, in that
+// order.
+func jacobianPoints(u []float64) [][]float64 {
+	pts := make([][]float64, 2*len(u))
+	for i := range pts {
+		v := append([]float64(nil), u...)
+		v[i/2] += jacobianEta * float64(1-2*(i%2)) // +η, then −η
+		pts[i] = v
+	}
+	return pts
+}
+
+// centralDiff returns J (row-major, J[i*p+k] = ∂g_i/∂u_k) from the scores
+// at jacobianPoints.
+func centralDiff(cols [][]float64, p int) []float64 {
 	j := make([]float64, p*p)
 	for k := range p {
 		for i := range p {
-			j[i*p+k] = (cols[2*k][i] - cols[2*k+1][i]) / (2 * eta)
+			j[i*p+k] = (cols[2*k][i] - cols[2*k+1][i]) / (2 * jacobianEta)
 		}
 	}
-	return j, nil
+	return j
 }
 
 // newCV returns the control variate on est: second order when the
@@ -1344,23 +1362,11 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 	mu := 0.0
 	for range 20 {
 		// The score at u and at u ± ηe_k, in parallel.
-		const eta = 1e-4
-		pts := [][]float64{u}
-		for i := range 2 * p {
-			v := append([]float64(nil), u...)
-			v[i/2] += eta * float64(1-2*(i%2))
-			pts = append(pts, v)
-		}
-		sc, err := f.fullScores(ctx, pts)
+		sc, err := f.fullScores(ctx, append([][]float64{u}, jacobianPoints(u)...))
 		if err != nil {
 			return nil, nil, nil, nil, stream, err
 		}
-		j := make([]float64, p*p)
-		for k := range p {
-			for i := range p {
-				j[i*p+k] = (sc[1+2*k][i] - sc[2+2*k][i]) / (2 * eta)
-			}
-		}
+		j := centralDiff(sc[1:], p)
 		t = &tiling{mean: sc[0], se: make([]float64, p), fisher: negated(j), passes: 1, loglik: math.NaN(), full: true}
 		hj := f.information(u, t.fisher)
 		var eig mat.EigenSym
