@@ -198,6 +198,33 @@ func importanceSample(m paramModel, logpost func(u []float64, k uint64) float64,
 	return r, nil
 }
 
+// weightedMoments returns the weighted mean and covariance in u of an
+// importance sample.
+func weightedMoments(is *isResult) ([]float64, *mat.SymDense, error) {
+	d := len(is.U[0])
+	mean := make([]float64, d)
+	for k, u := range is.U {
+		for i, v := range u {
+			mean[i] += is.W[k] * v
+		}
+	}
+	cov := mat.NewSymDense(d, nil)
+	for i := range d {
+		for j := i; j < d; j++ {
+			s := 0.0
+			for k, u := range is.U {
+				s += is.W[k] * (u[i] - mean[i]) * (u[j] - mean[j])
+			}
+			cov.SetSym(i, j, s)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(cov) {
+		return nil, nil, fmt.Errorf("weighted covariance of the draws (ESS %.1f) is not positive definite", is.ESS)
+	}
+	return mean, cov, nil
+}
+
 // paramSummary is the weighted posterior summary of one natural parameter.
 type paramSummary struct {
 	Name string  `json:"name"`
