@@ -38,8 +38,22 @@ func TestDataWarnings(t *testing.T) {
 		// A prior of one's own, or a model of another type: no scale check.
 		{"custom prior", models.SVM{Prior: custom}, data([]float64{0.01, -0.01, 0.005}), ""},
 		{"other model", models.LGSSMd{}, data([]float64{100, -100, 50}), ""},
+		// Exact zeros: SVM only (any prior), from 1% of the observed values.
+		{"SVM zeros", models.SVM{Prior: custom}, data(zeroEvery(10, 200), []float64{nan, 0}), "21 of 201 observed values (10.4%) are exactly 0"},
+		{"SVM zeros and scale", &models.SVM{}, data(scaled(zeroEvery(4, 100), 100)), "the data's sd is"},
+		{"SVM 1% zeros", models.SVM{}, data(zeroEvery(100, 1000)), "10 of 1000 observed values (1.0%) are exactly 0"},
+		{"SVM 0.9% zeros", models.SVM{}, data(zeroEvery(111, 999)), ""},
+		{"GARCH zeros", models.GARCH{}, data(zeroEvery(2, 100)), ""},
+		{"LGSSM zeros", models.LGSSM{}, data(zeroEvery(2, 100)), ""},
 	} {
 		got := models.DataWarnings(c.model, c.data)
+		if c.name == "SVM zeros and scale" {
+			// Both problems are reported.
+			if len(got) != 2 || !strings.HasPrefix(got[0], c.want) || !strings.Contains(got[1], "(25.0%) are exactly 0") {
+				t.Errorf("%s: warnings %q, want the scale and the zeros", c.name, got)
+			}
+			continue
+		}
 		switch {
 		case c.want == "" && got != nil:
 			t.Errorf("%s: warnings %q, want none", c.name, got)
@@ -47,4 +61,24 @@ func TestDataWarnings(t *testing.T) {
 			t.Errorf("%s: warnings %q, want one starting %q", c.name, got, c.want)
 		}
 	}
+}
+
+// zeroEvery returns n values alternating ±1 with every k-th (from the
+// first) replaced by 0.
+func zeroEvery(k, n int) []float64 {
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = float64(1 - 2*(i%2))
+		if i%k == 0 {
+			y[i] = 0
+		}
+	}
+	return y
+}
+
+func scaled(y []float64, c float64) []float64 {
+	for i := range y {
+		y[i] *= c
+	}
+	return y
 }

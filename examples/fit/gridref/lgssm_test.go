@@ -69,7 +69,7 @@ func TestLGSSMReferenceQuadrature(t *testing.T) {
 	if err := m.Start(u0, ssm.Dataset{Sequences: []ssm.Sequence{seq}}); err != nil {
 		t.Fatal(err)
 	}
-	mode, cov, err := newtonMode(func(u []float64) float64 { return logpost(u, 0) }, u0, 0.02, 40)
+	mode, cov, err := newtonMode(func(u []float64) float64 { return logpost(u, 0) }, u0, 0.02, 40, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

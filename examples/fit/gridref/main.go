@@ -216,7 +216,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *newtonIters > 0 {
 		iters = *newtonIters
 	}
-	mode, cov, err := newtonMode(func(u []float64) float64 { return modeLL(u, 0) + m.LogPrior(nil, u) }, u0, h, iters)
+	// With adaptation the Laplace covariance only seeds the first round:
+	// an indefinite Hessian (finite-difference noise along a flat
+	// direction) is floored at 1 (sd ≤ 1 in u) instead of failing.
+	floor := 0.0
+	if *adapt > 0 {
+		floor = 1
+	}
+	mode, cov, err := newtonMode(func(u []float64) float64 { return modeLL(u, 0) + m.LogPrior(nil, u) }, u0, h, iters, floor)
 	if err != nil {
 		return err
 	}
@@ -263,9 +270,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("adaptation round %d: %v", r+1, err)
 		}
 		roundESS = append(roundESS, is.ESS)
-		if !*jsonOut {
-			fmt.Fprintf(stdout, "adaptation round %d: %d draws, ESS %.1f\n", r+1, *nadapt, is.ESS)
+		w := stdout
+		if *jsonOut {
+			w = stderr // progress; the JSON carries adapt_ess
 		}
+		fmt.Fprintf(w, "adaptation round %d: %d draws, ESS %.1f\n", r+1, *nadapt, is.ESS)
 		if centre, cov, err = weightedMoments(is); err != nil {
 			return fmt.Errorf("adaptation round %d: %v", r+1, err)
 		}

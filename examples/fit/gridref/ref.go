@@ -28,8 +28,11 @@ type logLikFunc func(u []float64, stream uint64) float64
 
 // newtonMode maximises f from x0 by Newton's method with finite-difference
 // derivatives of step h, and returns the mode and the inverse of minus the
-// Hessian there (the Laplace covariance).
-func newtonMode(f func([]float64) float64, x0 []float64, h float64, iters int) ([]float64, *mat.SymDense, error) {
+// Hessian there (the Laplace covariance). Where minus the Hessian at the
+// last point is not positive definite it fails, unless floor > 0: then its
+// eigenvalues are raised to at least floor (for a proposal that adaptation
+// corrects).
+func newtonMode(f func([]float64) float64, x0 []float64, h float64, iters int, floor float64) ([]float64, *mat.SymDense, error) {
 	d := len(x0)
 	mode := slices.Clone(x0)
 	var cov mat.SymDense
@@ -74,6 +77,10 @@ func newtonMode(f func([]float64) float64, x0 []float64, h float64, iters int) (
 	H, _ := negHessian(f, mode, h)
 	var ch mat.Cholesky
 	if !ch.Factorize(H) {
+		if floor > 0 {
+			fi, err := flooredInverse(H, floor)
+			return mode, fi, err
+		}
 		return nil, nil, fmt.Errorf("the Hessian at %v is not negative definite", mode)
 	}
 	ch.InverseTo(&cov)
