@@ -328,8 +328,8 @@ const isComponents = 4
 
 // bestProposal fits Student-t mixtures of 1 to isComponents components to
 // the weighted points (k = 1: their weighted mean and covariance), at the
-// scales of isScales, each alone and with a defensive component (the t at
-// the weighted mean with 2.5 × its scale, weight isDefensive: Hesterberg
+// scales of isScales, each with a defensive component (the t at the
+// weighted mean with 2.5 × its scale, weight isDefensive: Hesterberg
 // 1995), and returns the one with the shortest expected holding time of
 // an independence chain (expectedHold, two-fold cross-validated), its
 // number of fitted components, scale, defensive weight and holding time.
@@ -340,7 +340,13 @@ const isComponents = 4
 // time with a single t chosen for its acceptance rate. A Student-t with
 // ν = 5 at scale 1 has 5/3 the covariance, which wastes proposals in the
 // tails; a single t cannot follow a skewed posterior whose spread in one
-// coordinate grows with another (μ as φ → 1), a mixture can.
+// coordinate grows with another (μ as φ → 1), a mixture can. The
+// defensive component is always there: the points under-represent a long
+// tail, so the cross-validated holding time judged on them prefers no
+// defensive part, and chains whose independence proposal cannot reach the
+// tail miss it without any diagnostic noticing (the LGSSM on the S&P 500
+// returns: sds 0.72–0.86 of the reference with R-hat ≤ 1.005; with the
+// defensive part 0.90–0.97).
 func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tMixture, k int, scale, defensive, hold float64) {
 	// Two folds (alternate points): candidates fitted on one are judged
 	// on the other, so that a mixture does not win by fitting the very
@@ -393,15 +399,13 @@ func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tMixture, k int, 
 			continue
 		}
 		for _, sc := range isScales {
-			for _, d := range []float64{0, isDefensive} {
-				h := 0.0
-				for j := range fold {
-					o := &fold[1-j]
-					h += 0.5 * expectedHold(build(qs[j], sc, d, ms[j], wides[j]), o.xs, o.lps, o.lw, z)
-				}
-				if h < hold {
-					k, scale, defensive, hold = nk, sc, d, h
-				}
+			h := 0.0
+			for j := range fold {
+				o := &fold[1-j]
+				h += 0.5 * expectedHold(build(qs[j], sc, isDefensive, ms[j], wides[j]), o.xs, o.lps, o.lw, z)
+			}
+			if h < hold {
+				k, scale, defensive, hold = nk, sc, isDefensive, h
 			}
 		}
 	}

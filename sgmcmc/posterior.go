@@ -147,9 +147,10 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	// Segments: the first of the planned length; while the ESS falls short
 	// of TargetESS (the autocorrelation time of a short adaptation window
 	// is a rough guess) or R-hat exceeds 1.01, up to two more (three after
-	// FullGradient's short first segment), continuing every chain where it
-	// stopped. A fixed Iterations, a time budget or a checkpoint make it
-	// one segment.
+	// FullGradient's short first segment), and more while the sampling so
+	// far took less than cheapSampling (up to maxSegments in all),
+	// continuing every chain where it stopped. A fixed Iterations, a time
+	// budget or a checkpoint make it one segment.
 	var res *Result
 	var runErr error
 	stopped := 0
@@ -217,7 +218,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if user != nil {
 			user.offset += iters
 		}
-		if seg == lastSeg || runErr != nil || stopped > 0 || f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
+		if seg >= lastSeg && (seg+1 >= maxSegments || post.Sampling >= cheapSampling) || runErr != nil || stopped > 0 ||
+			f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
 			break
 		}
 		ess, rhat := convergence(post, len(names))

@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	c.proposal.Register(fs, "guided")
-	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients instead of a particle filter (lgssm only)")
+	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise")
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object to stdout instead of the text report")

@@ -458,7 +458,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 		t.Skip("subprocess test")
 	}
 	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
-	common := "-model lgssm -data " + data + " -N 100 -warmup 60 -adapt 100 -iters 6000 -chains 2 -ksd 0 -q -json"
+	common := "-model lgssm -filter grid -data " + data + " -N 100 -warmup 60 -adapt 100 -iters 6000 -chains 2 -ksd 0 -q -json"
 	ref := t.TempDir()
 	if _, err := runJSONArgs(strings.Fields(common + " -out " + ref + " -checkpoint " + filepath.Join(ref, "ck"))); err != nil {
 		t.Fatal(err)
