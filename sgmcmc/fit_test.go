@@ -142,7 +142,7 @@ func TestFitDAXDefault(t *testing.T) {
 // (ref_lgssm_sp500.json: 4 × 250,000 iterations, ESS ≥ 4,190 in u). The
 // returns are nearly white noise, so the posterior is a curved ridge along
 // φσ²/(1−φ²) with a long tail towards larger φ: before session 12 the
-// default (grid filter, control variate) ran 433 s and ended 17 reference
+// default (grid filter, control variate) ran 433 s and ended 8.8 reference
 // sds off with R-hat 1.5–2.1; the exact scorer's full-data chains without
 // a defensive proposal component had sds 0.72–0.86 of the reference with
 // no warning.
