@@ -493,9 +493,7 @@ func (ws *kalmanWork) forward1(k *Kalman, seq ssm.Sequence, start, end int, stor
 		m = k.M0[0]
 	}
 	ws.mean[0], ws.cov[0] = m, P
-	const log2Pi = 1.8378770664093453 // log(2π)
-	quad, prod, logs := 0.0, 1.0, 0.0
-	nobs := 0
+	acc := kfLogLik{prod: 1}
 	ys := seq.Y[start:end]
 	for i, y := range ys {
 		m *= a
@@ -510,16 +508,9 @@ func (ws *kalmanWork) forward1(k *Kalman, seq ssm.Sequence, start, end int, stor
 			s := P + r
 			v := y - m
 			is := 1 / s
-			quad += v * v * is
-			if quad > math.MaxFloat64 {
+			if acc.add(v*v*is, s); acc.quad > math.MaxFloat64 {
 				return 0, kfOverflow(start+i, 0, y)
 			}
-			prod *= s
-			if prod > 1e250 || prod < 1e-250 {
-				logs += math.Log(prod)
-				prod = 1
-			}
-			nobs++
 			g := P * is
 			m += g * v
 			P *= r * is // P − P²/s without cancellation
@@ -528,7 +519,39 @@ func (ws *kalmanWork) forward1(k *Kalman, seq ssm.Sequence, start, end int, stor
 			ws.mean[i+1], ws.cov[i+1] = m, P
 		}
 	}
-	return -0.5 * (float64(nobs)*log2Pi + logs + math.Log(prod) + quad), nil
+	return acc.value(), nil
+}
+
+// kfLogLik accumulates a scalar Kalman log-likelihood
+// −½ Σ (log 2π + log S_t + v_t²/S_t); the log-determinants as a product,
+// logged only near the floating-point range's ends (a log per step would
+// cost a third of the filter's loop). The zero value needs prod = 1.
+type kfLogLik struct {
+	quad, prod, logs float64
+	nobs             int
+}
+
+// add adds one observation's v²/S and S (the caller checks quad for
+// overflow: add must stay cheap enough to inline).
+func (a *kfLogLik) add(v2is, s float64) {
+	a.quad += v2is
+	a.prod *= s
+	if a.prod > 1e250 || a.prod < 1e-250 {
+		a.renorm()
+	}
+	a.nobs++
+}
+
+// renorm moves the product into the logs (kept out of add so that add
+// inlines into the filters' loops).
+func (a *kfLogLik) renorm() {
+	a.logs += math.Log(a.prod)
+	a.prod = 1
+}
+
+func (a *kfLogLik) value() float64 {
+	const log2Pi = 1.8378770664093453 // log(2π)
+	return -0.5 * (float64(a.nobs)*log2Pi + a.logs + math.Log(a.prod) + a.quad)
 }
 
 // accumulate1 is the statistic loop of expectedScore for D = 1; it

@@ -110,9 +110,7 @@ func lgssmTangentScore(grad []float64, ar scalarAR1, seq ssm.Sequence, w ssm.Win
 		w0 := w.Weight(0)
 		dP[0], dP[1] = w0*2*ar.phi*P, w0*2*P
 	}
-	const log2Pi = 1.8378770664093453 // log(2π)
-	quad, prod, logs := 0.0, 1.0, 0.0
-	nobs := 0
+	acc := kfLogLik{prod: 1}
 	var g [ar1Params]float64
 	for t := w.Start; t < w.End; t++ {
 		wt := 0.0
@@ -139,18 +137,9 @@ func lgssmTangentScore(grad []float64, ar scalarAR1, seq ssm.Sequence, w ssm.Win
 		s := P + r
 		v := y - m
 		is := 1 / s
-		quad += v * v * is
-		if quad > math.MaxFloat64 {
+		if acc.add(v*v*is, s); acc.quad > math.MaxFloat64 {
 			return 0, kfOverflow(t, 0, y)
 		}
-		// Log-determinants as a product, logged near the range's ends
-		// (a log per step would cost a third of the loop).
-		prod *= s
-		if prod > 1e250 || prod < 1e-250 {
-			logs += math.Log(prod)
-			prod = 1
-		}
-		nobs++
 		k := P * is
 		vis, pris := v*is, P*r*is*is
 		// Directions 0 and 1 move P⁻ and m⁻ only; direction 2 also r.
@@ -173,5 +162,5 @@ func lgssmTangentScore(grad []float64, ar scalarAR1, seq ssm.Sequence, w ssm.Win
 	for j, v := range g {
 		grad[j] += v
 	}
-	return -0.5 * (float64(nobs)*log2Pi + logs + math.Log(prod) + quad), nil
+	return acc.value(), nil
 }

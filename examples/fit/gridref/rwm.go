@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 )
 
 // rwmResult holds random-walk Metropolis chains (after burn-in) and their
@@ -105,9 +106,9 @@ func chainDiagnostics(us [][][]float64, j int) (rhat, ess float64) {
 	m, n := float64(len(halves)), float64(len(halves[0]))
 	means, vars := make([]float64, len(halves)), make([]float64, len(halves))
 	for k, h := range halves {
-		means[k], vars[k] = meanVar(h)
+		means[k], vars[k] = stat.MeanVariance(h, nil)
 	}
-	_, bVar := meanVar(means)
+	_, bVar := stat.MeanVariance(means, nil)
 	w := 0.0
 	for _, v := range vars {
 		w += v / m
@@ -118,33 +119,19 @@ func chainDiagnostics(us [][][]float64, j int) (rhat, ess float64) {
 		for i := range c {
 			x[i] = c[i][j]
 		}
-		_, s2 := meanVar(x)
+		_, s2 := stat.MeanVariance(x, nil)
 		bs := int(math.Sqrt(float64(len(x))))
 		nb := len(x) / bs
 		bm := make([]float64, nb)
 		for b := range nb {
-			bm[b], _ = meanVar(x[b*bs : (b+1)*bs])
+			bm[b], _ = stat.MeanVariance(x[b*bs:(b+1)*bs], nil)
 		}
-		_, v := meanVar(bm)
+		_, v := stat.MeanVariance(bm, nil)
 		if v > 0 {
 			ess += math.Min(float64(len(x)), float64(len(x))*s2/(float64(bs)*v))
 		}
 	}
 	return rhat, ess
-}
-
-// meanVar returns the mean and the (n−1) sample variance of x.
-func meanVar(x []float64) (float64, float64) {
-	m := 0.0
-	for _, v := range x {
-		m += v
-	}
-	m /= float64(len(x))
-	s := 0.0
-	for _, v := range x {
-		s += (v - m) * (v - m)
-	}
-	return m, s / float64(len(x)-1)
 }
 
 // mcmcPosterior runs 4 random-walk chains of iters iterations on logpost,
