@@ -167,6 +167,20 @@ func (GARCH) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (floa
 }
 
 // garchExactScore is ExactScore on g nodes.
+var _ ssm.RefinedScorer = GARCH{}
+
+// RefinedLogLik implements ssm.RefinedScorer: ExactScore's log-likelihood
+// at twice the σ² nodes (G = 128; about 3.2 times the cost). On the DAX
+// returns the two agree on log-likelihood differences over a posterior sd
+// to 0.005 nats; on the S&P 500 series (its 1987 crash stretches the node
+// range) G = 64 is off by 0.57 nats there (0.64 against G = 256).
+func (GARCH) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+	if len(u) != garchParams {
+		panic(fmt.Sprintf("models: GARCH.RefinedLogLik: len(u) = %d, want %d", len(u), garchParams))
+	}
+	return garchExactScore(nil, u, seq, w, 2*garchExactG)
+}
+
 func garchExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window, g int) (float64, error) {
 	var k garchKernel
 	if err := k.Rebind(u); err != nil {

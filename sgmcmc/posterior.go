@@ -286,6 +286,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	if pr.Fallback != "" {
 		post.Warnings = append(post.Warnings, pr.Fallback)
 	}
+	if k, v := argMaxAbs(pr.DiscretisationShift); v > 0.2 {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation: at twice its nodes "+
+			"the posterior mean of %s moves by about %.2f posterior sd (the log-likelihood's tilt at the mode ± one sd); treat the posterior as approximate",
+			names[k], v))
+	}
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
 	}
@@ -593,4 +598,16 @@ func convergence(p *Posterior, d int) (ess, rhat float64) {
 		rhat = math.Max(rhat, ksd.RankRhat(cols))
 	}
 	return ess, rhat
+}
+
+// argMaxAbs returns the index and magnitude of a's largest |entry| (−1, 0
+// for an empty a).
+func argMaxAbs(a []float64) (int, float64) {
+	k, m := -1, 0.0
+	for i, v := range a {
+		if math.Abs(v) > m || k < 0 {
+			k, m = i, math.Abs(v)
+		}
+	}
+	return k, m
 }

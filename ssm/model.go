@@ -112,6 +112,15 @@ type ExactScorer interface {
 	ExactScore(grad []float64, u []float64, seq Sequence, w Window) (float64, error)
 }
 
+// RefinedScorer is an optional capability of an ExactScorer that is exact
+// only up to a discretisation (GARCH's filter on σ² nodes): RefinedLogLik
+// returns the same log-likelihood as ExactScore at a finer one (twice the
+// nodes), so that a caller can measure how much the discretisation tilts
+// the posterior (sgmcmc.Fit does, and warns).
+type RefinedScorer interface {
+	RefinedLogLik(u []float64, seq Sequence, w Window) (float64, error)
+}
+
 // StateCompleter is an optional Kernel capability for models whose state
 // rows carry deterministic functions of the past besides the random part
 // (GARCH's σ_t² and its tangent ∂σ_t²/∂u). Complete recomputes those parts
