@@ -157,7 +157,11 @@
 //     makes the measured autocorrelation optimistic (the LGSSM on the S&P
 //     500 returns).
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
-//     skipped iterations, interrupts, budgets and an imprecise anchor.
+//     skipped iterations, interrupts, budgets, an imprecise anchor, a
+//     fallback to particle filters, and an exact scorer whose
+//     discretisation moves the mean by more than 0.2 sd
+//     (ssm.RefinedScorer: the log-likelihood at twice the nodes, compared
+//     at the mode ± one sd along each whitened axis; GARCH on the S&P 500).
 //
 // The Posterior returned by Fit also answers questions about the latent
 // states, integrated over D thinned posterior draws (states.go,
