@@ -156,29 +156,38 @@ const (
 // sequence or window; it panics when len(u) or a non-nil grad's length is
 // not 4. It allocates nothing in steady state (pooled workspace) and is
 // safe for concurrent use.
-func (GARCH) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+func (m GARCH) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
 	if len(u) != garchParams {
 		panic(fmt.Sprintf("models: GARCH.ExactScore: len(u) = %d, want %d", len(u), garchParams))
 	}
 	if grad != nil && len(grad) != garchParams {
 		panic(fmt.Sprintf("models: GARCH.ExactScore: len(grad) = %d, want %d", len(grad), garchParams))
 	}
-	return garchExactScore(grad, u, seq, w, garchExactG)
+	g, err := m.nodes()
+	if err != nil {
+		return 0, err
+	}
+	return garchExactScore(grad, u, seq, w, g)
 }
 
 // garchExactScore is ExactScore on g nodes.
 var _ ssm.RefinedScorer = GARCH{}
 
 // RefinedLogLik implements ssm.RefinedScorer: ExactScore's log-likelihood
-// at twice the σ² nodes (G = 128; about 3.2 times the cost). On the DAX
-// returns the two agree on log-likelihood differences over a posterior sd
-// to 0.005 nats; on the S&P 500 series (its 1987 crash stretches the node
-// range) G = 64 is off by 0.57 nats there (0.64 against G = 256).
-func (GARCH) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+// at twice the σ² nodes (128 by default; about 3.2 times the cost). On the
+// DAX returns 64 and 128 agree on log-likelihood differences over a
+// posterior sd to 0.005 nats; on the S&P 500 series (its 1987 crash
+// stretches the node range) 64 is off by 0.57 nats there (0.64 against
+// 256).
+func (m GARCH) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
 	if len(u) != garchParams {
 		panic(fmt.Sprintf("models: GARCH.RefinedLogLik: len(u) = %d, want %d", len(u), garchParams))
 	}
-	return garchExactScore(nil, u, seq, w, 2*garchExactG)
+	g, err := m.nodes()
+	if err != nil {
+		return 0, err
+	}
+	return garchExactScore(nil, u, seq, w, 2*g)
 }
 
 func garchExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window, g int) (float64, error) {

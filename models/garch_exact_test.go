@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
@@ -524,5 +525,42 @@ func TestGARCHExactTail(t *testing.T) {
 	t.Logf("garchTail: worst relative error %.3g against math.Erfc and math.Exp", worst)
 	if worst > 1e-13 {
 		t.Errorf("garchTail: relative error %.3g", worst)
+	}
+}
+
+// TestGARCHNodes: GARCH.Nodes sets ExactScore's node count (and twice it
+// for RefinedLogLik); a count outside 16..1024 is an error naming the
+// field, not a panic.
+func TestGARCHNodes(t *testing.T) {
+	seq := gxDAX(t, 300)
+	u := gxU(t, 1, 0.98, 0.3, 0.6)
+	w := ssm.Full(seq.Len())
+	for _, n := range []int{0, 32, 128} {
+		m := GARCH{Nodes: n}
+		want := n
+		if n == 0 {
+			want = garchExactG
+		}
+		got, err := m.ExactScore(nil, u, seq, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := garchExactScore(nil, u, seq, w, want)
+		fine, err := m.RefinedLogLik(u, seq, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref2, _ := garchExactScore(nil, u, seq, w, 2*want)
+		if got != ref || fine != ref2 {
+			t.Errorf("Nodes %d: ExactScore %v (G = %d: %v), RefinedLogLik %v (G = %d: %v)", n, got, want, ref, fine, 2*want, ref2)
+		}
+	}
+	for _, n := range []int{8, -1, 2000} {
+		if _, err := (GARCH{Nodes: n}).ExactScore(nil, u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Nodes") {
+			t.Errorf("Nodes %d: error %v, want one naming GARCH.Nodes", n, err)
+		}
+		if _, err := (GARCH{Nodes: n}).Bind(u); err == nil || !strings.Contains(err.Error(), "GARCH.Nodes") {
+			t.Errorf("Nodes %d: Bind error %v, want one naming GARCH.Nodes", n, err)
+		}
 	}
 }

@@ -288,7 +288,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	if k, v := argMaxAbs(pr.DiscretisationShift); v > 0.2 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation: at twice its nodes "+
-			"the posterior mean of %s moves by about %.2f posterior sd (the log-likelihood's tilt at the mode ± one sd); treat the posterior as approximate",
+			"the posterior mean of %s moves by about %.2f posterior sd (the log-likelihood's tilt at the mode ± one sd); treat the posterior as approximate or refine the scorer (GARCH: Nodes, -nodes)",
 			names[k], v))
 	}
 	if post.Skipped > 0 {

@@ -277,6 +277,8 @@ func TestBadInput(t *testing.T) {
 		{"negative thin", []string{"-data", daxPath, "-thin", "-1"}, "Thin must not be negative"},
 		{"S + 2B > T", []string{"-data", short, "-B", "10"}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
+		{"nodes needs garch", []string{"-nodes", "128"}, "-nodes needs -model garch"},
+		{"too few nodes", []string{"-model", "garch", "-data", daxPath, "-nodes", "8"}, "GARCH.Nodes = 8: want 0 (64 nodes) or 16 to 1024"},
 		{"negative iterations", []string{"-data", daxPath, "-iters", "-1"}, "Iterations, TargetESS, AdaptWindow and Thin must not be negative"},
 		{"unknown filter", []string{"-filter", "smc"}, `unknown filter "smc"`},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},
