@@ -274,7 +274,11 @@ func (f *fit) updateMetric(cov []float64) error {
 	return nil
 }
 
-func fmtSD(l []float64, p int) string {
+func fmtSD(l []float64, p int) string { return fmt.Sprintf("%.3g", cholSD(l, p)) }
+
+// cholSD returns the marginal sds √(LLᵀ)_ii of the covariance LLᵀ (L lower
+// triangular, row-major p×p).
+func cholSD(l []float64, p int) []float64 {
 	sd := make([]float64, p)
 	for i := range p {
 		for j := 0; j <= i; j++ {
@@ -282,5 +286,5 @@ func fmtSD(l []float64, p int) string {
 		}
 		sd[i] = math.Sqrt(sd[i])
 	}
-	return fmt.Sprintf("%.3g", sd)
+	return sd
 }

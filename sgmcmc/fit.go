@@ -603,18 +603,26 @@ func (t *tiling) anchorSE() []float64 {
 // filter workspaces). Jobs write only to their own index; the errors are
 // joined.
 func (f *fit) parallel(n int, set gradient.Settings, job func(est *gradient.Estimator, i int) error) error {
+	return workerPool(n, f.s.Workers, func() func(int) error {
+		est := f.newEstimator(set)
+		return func(i int) error { return job(est, i) }
+	})
+}
+
+// workerPool runs jobs 0 … n−1 on min(workers, n) goroutines; each
+// goroutine calls newWorker once for its own job function (its own
+// workspace). It returns the jobs' errors joined.
+func workerPool(n, workers int, newWorker func() func(int) error) error {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for w := 0; w < min(f.s.Workers, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			est := f.newEstimator(set)
+	for range min(workers, n) {
+		wg.Go(func() {
+			job := newWorker()
 			for i := range next {
-				errs[i] = job(est, i)
+				errs[i] = job(i)
 			}
-		}()
+		})
 	}
 	for i := range n {
 		next <- i
@@ -1059,52 +1067,36 @@ func (f *fit) checkDiscretisation(ctx context.Context) error {
 		pts[2*k+1] = lMul(u0, l, z)
 	}
 	r := make([]float64, len(pts))
-	errs := make([]error, len(pts))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(f.s.Workers, len(pts)) {
-		wg.Go(func() {
-			for i := range next {
-				for _, seq := range f.data.Sequences {
-					if errs[i] = ctx.Err(); errs[i] != nil {
-						break
-					}
-					w := ssm.Full(seq.Len())
-					a, err := ex.ExactScore(nil, pts[i], seq, w)
-					if err != nil {
-						errs[i] = err
-						break
-					}
-					b, err := rs.RefinedLogLik(pts[i], seq, w)
-					if err != nil {
-						errs[i] = err
-						break
-					}
-					r[i] += b - a
+	err := workerPool(len(pts), f.s.Workers, func() func(int) error {
+		return func(i int) error {
+			for _, seq := range f.data.Sequences {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
+				w := ssm.Full(seq.Len())
+				a, err := ex.ExactScore(nil, pts[i], seq, w)
+				if err != nil {
+					return err
+				}
+				b, err := rs.RefinedLogLik(pts[i], seq, w)
+				if err != nil {
+					return err
+				}
+				r[i] += b - a
 			}
-		})
-	}
-	for i := range pts {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+			return nil
+		}
+	})
+	if err != nil {
 		return fmt.Errorf("sgmcmc: discretisation check: %w", err)
 	}
 	delta := make([]float64, p)
 	for k := range p {
 		delta[k] = (r[2*k] - r[2*k+1]) / 2
 	}
-	du := lMul(make([]float64, p), l, delta)
-	shift := make([]float64, p)
-	for i := range p {
-		v := 0.0
-		for j := 0; j <= i; j++ {
-			v += l[i*p+j] * l[i*p+j]
-		}
-		shift[i] = du[i] / math.Sqrt(v)
+	shift := lMul(make([]float64, p), l, delta)
+	for i, sd := range cholSD(l, p) {
+		shift[i] /= sd
 	}
 	f.prep.DiscretisationShift = shift
 	f.log("discretisation check (the model's finer scorer at the mode ± one sd): the posterior mean moves by %.2f posterior sds (per coordinate of u)", shift)
