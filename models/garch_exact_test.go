@@ -528,8 +528,8 @@ func TestGARCHExactTail(t *testing.T) {
 	}
 }
 
-// TestGARCHNodes: GARCH.Nodes sets ExactScore's node count (and twice it
-// for RefinedLogLik); a count outside 16..1024 is an error naming the
+// TestGARCHNodes: GARCH.Nodes sets ExactScore's node count (and four
+// times it for RefinedLogLik); a count outside 16..1024 is an error naming the
 // field, not a panic.
 func TestGARCHNodes(t *testing.T) {
 	seq := gxDAX(t, 300)
@@ -550,9 +550,9 @@ func TestGARCHNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref2, _ := garchExactScore(nil, u, seq, w, 2*want)
+		ref2, _ := garchExactScore(nil, u, seq, w, 4*want)
 		if got != ref || fine != ref2 {
-			t.Errorf("Nodes %d: ExactScore %v (G = %d: %v), RefinedLogLik %v (G = %d: %v)", n, got, want, ref, fine, 2*want, ref2)
+			t.Errorf("Nodes %d: ExactScore %v (G = %d: %v), RefinedLogLik %v (G = %d: %v)", n, got, want, ref, fine, 4*want, ref2)
 		}
 	}
 	for _, n := range []int{8, -1, 2000} {

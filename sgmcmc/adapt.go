@@ -13,8 +13,18 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
 )
 
-// estimator returns a fresh estimator of the chosen kind.
+// estimator returns a fresh estimator of the chosen kind, with the
+// discretisation correction when there is one.
 func (f *fit) estimator() (Estimator, error) {
+	est, err := f.baseEstimator()
+	if err != nil || f.prep.Discretisation == nil {
+		return est, err
+	}
+	return newDiscretised(est, f.prep.Discretisation), nil
+}
+
+// baseEstimator returns a fresh estimator of the chosen kind.
+func (f *fit) baseEstimator() (Estimator, error) {
 	if f.prep.Gradient == FullGradient {
 		set := f.gset
 		set.Sampling = gradient.Full

@@ -286,10 +286,19 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	if pr.Fallback != "" {
 		post.Warnings = append(post.Warnings, pr.Fallback)
 	}
-	if k, v := argMaxAbs(pr.DiscretisationShift); v > 0.2 {
-		post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation: at twice its nodes "+
-			"the posterior mean of %s moves by about %.2f posterior sd (the log-likelihood's tilt at the mode ± one sd); treat the posterior as approximate or refine the scorer (GARCH: Nodes, -nodes)",
-			names[k], v))
+	if dc := pr.Discretisation; dc != nil {
+		if k, v := argMaxAbs(dc.Shift); v > discretisationMaxShift {
+			post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and the correction towards its finer scorer "+
+				"moves the posterior mean of %s by %.2f posterior sd: it rests on a quadratic model of a large difference; refine the scorer (GARCH: Nodes, -nodes)",
+				names[k], v))
+		}
+		for k, b := range dc.Curve {
+			if appliedCurve(b) != b {
+				post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and its curvature along whitened axis %d differs from the finer scorer's "+
+					"by %.2f (more than %.1f): the correction applies the tilt only; refine the scorer (GARCH: Nodes, -nodes)", k, b, discretisationMaxCurve))
+				break
+			}
+		}
 	}
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
@@ -302,6 +311,15 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("the full-data score at the mode is imprecise: its error may shift the mean by %.2f posterior sd (%s)", pr.ShiftSD, fix))
 	}
 	post.summarize()
+	if dc := post.Preparation.Discretisation; dc != nil && ctx.Err() == nil {
+		if err := f.checkResidual(ctx, post); err != nil {
+			post.Warnings = append(post.Warnings, "discretisation correction not checked after sampling: "+err.Error())
+		}
+		if k, v := argMaxAbs(dc.Residual); v > discretisationMaxResidual {
+			post.Warnings = append(post.Warnings, fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; refine the scorer (GARCH: Nodes, -nodes)",
+				discretisationDraws, post.Names[k], dc.Residual[k], dc.ResidualSE[k]))
+		}
+	}
 	if f.s.KSDDraws > 0 && ctx.Err() == nil {
 		k, err := f.ksd(ctx, post)
 		if err != nil {
@@ -444,7 +462,7 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 				scores[i*f.dim+j] = g[j] + prior[j]
 			}
 		}
-		return ksd.Compute(x, scores, f.dim, nil)
+		return ksd.Compute(x, f.discretisationScores(x, scores), f.dim, nil)
 	}
 	err := f.parallel(K, f.tileSet(), func(est *gradient.Estimator, i int) error {
 		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<44+uint64(i)))
@@ -462,7 +480,21 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ksd.Compute(x, scores, f.dim, nil)
+	return ksd.Compute(x, f.discretisationScores(x, scores), f.dim, nil)
+}
+
+// discretisationScores adds the discretisation correction's gradient
+// (Preparation.Discretisation) to the scores at the points x, so that the
+// KSD measures the draws against the chains' target.
+func (f *fit) discretisationScores(x, scores []float64) []float64 {
+	if f.prep.Discretisation == nil {
+		return scores
+	}
+	d := newDiscretised(nil, f.prep.Discretisation)
+	for i := 0; i < len(x); i += f.dim {
+		d.correction(scores[i:i+f.dim], x[i:i+f.dim])
+	}
+	return scores
 }
 
 // savePreparation writes the preparation next to the checkpoint, so that a

@@ -114,9 +114,10 @@ type ExactScorer interface {
 
 // RefinedScorer is an optional capability of an ExactScorer that is exact
 // only up to a discretisation (GARCH's filter on σ² nodes): RefinedLogLik
-// returns the same log-likelihood as ExactScore at a finer one (twice the
-// nodes), so that a caller can measure how much the discretisation tilts
-// the posterior (sgmcmc.Fit does, and warns).
+// returns the same log-likelihood as ExactScore at a finer one (GARCH:
+// four times the nodes), so that a caller can measure how much the
+// discretisation tilts the posterior near its mode and correct for it
+// (sgmcmc.Fit does: see Preparation.DiscretisationTilt).
 type RefinedScorer interface {
 	RefinedLogLik(u []float64, seq Sequence, w Window) (float64, error)
 }
