@@ -68,11 +68,7 @@ func TestDiscretisationCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
 	}
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := lgssmSimInternal(t)
 	for _, c := range []float64{1, 60} {
 		m := tiltedLGSSM{tilt: tilt{c: c}}
 		f, err := newFit(m, data, FitSettings{Seed: 1, Gradient: FullGradient, Iterations: 200, KSDDraws: -1})
@@ -156,11 +152,7 @@ func TestDiscretisationCorrection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
 	}
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+	data := lgssmSimInternal(t)
 	// u_0's posterior sd and mode on these data (L_00 and u*_0 of the
 	// untilted fit).
 	const sd0, m0 = 0.0729, 1.562
@@ -215,4 +207,14 @@ func TestDiscretisationCorrection(t *testing.T) {
 			t.Errorf("%s: warnings: %q", c.name, pa.Warnings)
 		}
 	}
+}
+
+// lgssmSimInternal reads testdata/lgssm_sim.csv as a one-sequence data set.
+func lgssmSimInternal(t *testing.T) ssm.Dataset {
+	t.Helper()
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
 }
