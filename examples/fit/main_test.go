@@ -50,6 +50,16 @@ type outputJSON struct {
 	Chains   int         `json:"chains"`
 	Kept     int         `json:"kept"`
 	Warnings []string    `json:"warnings"`
+	// Discretisation is the correction towards a finer scorer (GARCH).
+	Discretisation *struct {
+		Mode       []float64 `json:"mode"`
+		Chol       []float64 `json:"chol"`
+		Tilt       []float64 `json:"tilt"`
+		Curve      []float64 `json:"curve"`
+		Shift      []float64 `json:"shift"`
+		Residual   []float64 `json:"residual"`
+		ResidualSE []float64 `json:"residual_se"`
+	} `json:"discretisation"`
 }
 
 // runJSON runs the program with -json and the given flags, and decodes its
@@ -214,6 +224,17 @@ func TestGARCHOnDAX(t *testing.T) {
 			o.Gradient, o.Noise, o.Accept, o.AccInd)
 	}
 	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
+	// The discretisation correction towards 256 nodes is reported: on 120
+	// days it is tiny (below the 0.1 sd at which the residual is checked).
+	if d := o.Discretisation; d == nil || len(d.Mode) != 4 || len(d.Chol) != 16 || len(d.Tilt) != 4 || len(d.Curve) != 4 || len(d.Shift) != 4 {
+		t.Errorf("discretisation %+v: want the correction's mode, L, tilt, curvature and shift in u (4 parameters)", d)
+	} else {
+		for _, v := range d.Shift {
+			if !(math.Abs(v) < 0.1) {
+				t.Errorf("discretisation shift %v sd on 120 days, want below 0.1", d.Shift)
+			}
+		}
+	}
 }
 
 func TestLGSSMKalman(t *testing.T) {
