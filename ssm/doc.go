@@ -80,6 +80,8 @@
 //     state row from the previous row, for derivative checks.
 //   - ExactScorer (Model): exact (N = ∞) log-likelihood and smoothed score
 //     over a window, as the Kalman filter gives for linear Gaussian models.
+//   - RefinedScorer (Model): for an ExactScorer exact only up to a
+//     discretisation, the log-likelihood at a finer one.
 //   - StateSmoother (Model): exact filtered and smoothed state moments.
 //   - Rebinder (Kernel), Starter (Model), Volatility (Kernel): in-place
 //     rebinding, a starting point, the volatility of a state.
@@ -141,6 +143,9 @@
 //   - [ExactScorer] (Model): exact log-likelihood and smoothed score over a
 //     window, used by sgmcmc.FitSettings.Exact and by exact
 //     sgmcmc.Posterior.LogLik and PredictiveScore;
+//   - [RefinedScorer] (Model, with ExactScorer): sgmcmc.Fit corrects its
+//     chains towards the finer log-likelihood (a quadratic fitted at the
+//     mode ± one sd) and checks the correction after sampling;
 //   - [StateSmoother] (Model): exact filtered and smoothed state moments in
 //     sgmcmc.Posterior.States and Forecast;
 //   - [Rebinder]: re-target a kernel in place so estimators allocate
