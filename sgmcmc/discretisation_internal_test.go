@@ -218,3 +218,30 @@ func lgssmSimInternal(t *testing.T) ssm.Dataset {
 	}
 	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
 }
+
+// TestDiscretisationValid: a preparation read back from a checkpoint is
+// refused (not a panic in the chains) when its correction has the wrong
+// dimensions, a non-finite entry or a non-positive diagonal of L.
+func TestDiscretisationValid(t *testing.T) {
+	ok := func() *Discretisation {
+		return &Discretisation{Mode: []float64{0, 1}, Chol: []float64{1, 0, 0.5, 2}, Tilt: []float64{0.1, 0}, Curve: []float64{0, -0.1}, Shift: []float64{0.1, 0.02}}
+	}
+	var none *Discretisation
+	if !none.valid(2) || !ok().valid(2) {
+		t.Fatal("nil or a well-formed correction refused")
+	}
+	for name, edit := range map[string]func(d *Discretisation){
+		"short mode":    func(d *Discretisation) { d.Mode = d.Mode[:1] },
+		"long L":        func(d *Discretisation) { d.Chol = append(d.Chol, 0) },
+		"NaN tilt":      func(d *Discretisation) { d.Tilt[1] = math.NaN() },
+		"Inf curvature": func(d *Discretisation) { d.Curve[0] = math.Inf(1) },
+		"zero diagonal": func(d *Discretisation) { d.Chol[3] = 0 },
+		"no shift":      func(d *Discretisation) { d.Shift = nil },
+	} {
+		d := ok()
+		edit(d)
+		if d.valid(2) {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

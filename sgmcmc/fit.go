@@ -1080,6 +1080,28 @@ func (f *fit) prepare(ctx context.Context) error {
 	return nil
 }
 
+// valid reports whether d is nil or has the dimensions of p parameters
+// with finite entries (a checkpoint's, read back).
+func (d *Discretisation) valid(p int) bool {
+	if d == nil {
+		return true
+	}
+	for _, v := range [][]float64{d.Mode, d.Tilt, d.Curve, d.Shift} {
+		if len(v) != p || firstNonFinite(v) >= 0 {
+			return false
+		}
+	}
+	if len(d.Chol) != p*p || firstNonFinite(d.Chol) >= 0 {
+		return false
+	}
+	for i := range p {
+		if !(d.Chol[i*p+i] > 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // discretisationMaxCurve is the largest |b_k| of the discretisation
 // correction that is applied (a larger one would change a posterior sd by
 // more than 1/√(1 − 0.5) = 1.41 on a quadratic model measured at ± one sd).

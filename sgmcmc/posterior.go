@@ -537,7 +537,7 @@ func (f *fit) loadPreparation() (bool, error) {
 	}
 	p := f.dim
 	if len(saved.Prep.Mode) != p || len(saved.Prep.Chol) != p*p || len(saved.Prep.Anchor) != p ||
-		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p {
+		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p || !saved.Prep.Discretisation.valid(p) {
 		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
 	}
 	f.prep = saved.Prep
