@@ -174,7 +174,7 @@ func (m GARCH) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (fl
 var _ ssm.RefinedScorer = GARCH{}
 
 // RefinedLogLik implements ssm.RefinedScorer: ExactScore's log-likelihood
-// at four times the σ² nodes (256 by default; about 14 times the cost of
+// at Refine σ² nodes, by default four times ExactScore's (256 by default; about 14 times the cost of
 // a values-only pass). Log-likelihood differences between the posterior
 // mean and one sd above it in λ and τ, at 32, 64, 128, 256 nodes: on the
 // DAX returns −1.657, −1.398, −1.365, −1.362 (64 is within 0.04 nats of
@@ -186,11 +186,11 @@ func (m GARCH) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Window) (float
 	if len(u) != garchParams {
 		panic(fmt.Sprintf("models: GARCH.RefinedLogLik: len(u) = %d, want %d", len(u), garchParams))
 	}
-	g, err := m.nodes()
+	g, err := m.refineNodes()
 	if err != nil {
 		return 0, err
 	}
-	return garchExactScore(nil, u, seq, w, 4*g)
+	return garchExactScore(nil, u, seq, w, g)
 }
 
 func garchExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window, g int) (float64, error) {

@@ -61,9 +61,7 @@ func (m priorTiltedLGSSM) LogPrior(grad, u []float64) float64 {
 // a Gaussian posterior's mean by Σ c e_0, i.e. by c·Σ_i0/sd_i posterior sds
 // in coordinate i; checkDiscretisation must report exactly that (the tilt
 // is linear, so the central differences are exact), and the Posterior
-// must warn when it exceeds 1 sd and not otherwise. The models' own
-// RefinedScorer (GARCH at 256 nodes) is checked on the DAX returns: there
-// its shift stays below 0.05 sd.
+// must warn when it exceeds 1 sd and not otherwise.
 func TestDiscretisationCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
@@ -110,6 +108,16 @@ func TestDiscretisationCheck(t *testing.T) {
 			t.Errorf("c = %v: largest shift %.3f sd, warning %v: %q", c, mx, warned, post.Warnings)
 		}
 	}
+}
+
+// TestDiscretisationGARCHDAX: the models' own RefinedScorer and Coarsener
+// (GARCH, 256 nodes) on the DAX returns: the fit samples at 32 nodes,
+// corrected towards 256 by less than 0.5 sd, and keeps the user's model
+// for the Posterior.
+func TestDiscretisationGARCHDAX(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test")
+	}
 	dax, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -121,10 +129,99 @@ func TestDiscretisationCheck(t *testing.T) {
 	if err := f.prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, mx := argMaxAbs(f.prep.Discretisation.Shift)
-	t.Logf("GARCH on DAX: shift %.4f sd", f.prep.Discretisation.Shift)
-	if len(f.prep.Discretisation.Shift) != 4 || mx > 0.05 {
-		t.Errorf("GARCH on DAX: discretisation shift %v, want 4 values below 0.05 sd", f.prep.Discretisation.Shift)
+	// On DAX the fit samples at GARCH's coarser 32 nodes, corrected
+	// towards 256 by less than 0.5 sd (0.36 in λ).
+	dc := f.prep.Discretisation
+	_, mx := argMaxAbs(dc.Shift)
+	t.Logf("GARCH on DAX: coarse %v, shift %.4f sd, model %+v", dc.Coarse, dc.Shift, f.model)
+	if want := (models.GARCH{Nodes: 32, Refine: 256}); !dc.Coarse || len(dc.Shift) != 4 || mx > coarseMaxShift || f.model != want || f.user != (models.GARCH{}) {
+		t.Errorf("GARCH on DAX: coarse %v, discretisation shift %v, chains' model %+v: want %+v with 4 shifts below %v sd", dc.Coarse, dc.Shift, f.model, want, coarseMaxShift)
+	}
+}
+
+// coarseLGSSM is tiltedLGSSM with a coarser discretisation on offer: the
+// same finer log-likelihood, an exact scorer off by bias.
+type coarseLGSSM struct {
+	tiltedLGSSM
+	bias tilt
+}
+
+func (m coarseLGSSM) Coarsen() (ssm.Model, bool) { return coarsenedLGSSM(m), true }
+
+// coarsenedLGSSM is coarseLGSSM's coarser model: its exact scorer carries
+// the bias once per full window (the chains' full-data scores; its value
+// and gradient are wrong on partial windows, which the test's fits do
+// not use after the preparation).
+type coarsenedLGSSM coarseLGSSM
+
+func (m coarsenedLGSSM) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+	ll, err := m.LGSSM.ExactScore(grad, u, seq, w)
+	v, g := m.bias.at(u[0])
+	if grad != nil {
+		grad[0] += g
+	}
+	return ll + v, err
+}
+
+func (m coarsenedLGSSM) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+	return m.tiltedLGSSM.RefinedLogLik(u, seq, w)
+}
+
+// TestCoarser: a model offering a coarser discretisation (ssm.Coarsener)
+// is sampled at it when that one's correction towards the finer scorer
+// is below 0.5 sd, and the chains then sample the finer scorer's
+// posterior through the coarse model and its own correction. The finer
+// scorer is tilted by 0.3 z + ½(−0.2) z² along the first whitened axis,
+// the coarse one by a linear bias: with bias 0.4 the coarse
+// correction's slope is −0.1 (shift 0.08 sd), and the result must match
+// a direct fit of the tilted posterior within 4 Monte Carlo SEs and
+// ×[0.88, 1.14] in sd (chains on the coarse model with the fine model's
+// correction would be 0.33 sd off); with bias −2 (slope 2.3) the model
+// is kept as given.
+func TestCoarser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test")
+	}
+	data := lgssmSimInternal(t)
+	const sd0, m0 = 0.0729, 1.562
+	tl := tilt{c: 0.3 / sd0, d: -0.2 / (sd0 * sd0), m: m0}
+	set := FitSettings{Seed: 5, KSDDraws: -1, Gradient: FullGradient}
+	for _, c := range []struct {
+		name   string
+		bias   float64
+		coarse bool
+	}{{"small correction", 0.4, true}, {"large correction", -2, false}} {
+		// The coarse model's correction has slope 0.3 − bias along the
+		// first whitened axis.
+		m := coarseLGSSM{tiltedLGSSM: tiltedLGSSM{tilt: tl}, bias: tilt{c: c.bias / sd0, m: m0}}
+		pa, err := Fit(context.Background(), m, data, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc := pa.Preparation.Discretisation
+		t.Logf("%s: coarse %v, shift %.3f, residual %.3f ± %.3f", c.name, dc.Coarse, dc.Shift, dc.Residual, dc.ResidualSE)
+		if dc.Coarse != c.coarse || pa.model != ssm.Model(m) {
+			t.Errorf("%s: coarse %v, want %v; the Posterior's model %T", c.name, dc.Coarse, c.coarse, pa.model)
+		}
+		if !c.coarse {
+			continue
+		}
+		pb, err := Fit(context.Background(), priorTiltedLGSSM{tilt: tl}, data, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pa.Warnings)+len(pb.Warnings) > 0 {
+			t.Errorf("%s: warnings %q, %q", c.name, pa.Warnings, pb.Warnings)
+		}
+		for i, a := range pa.Summary() {
+			b := pb.Summary()[i]
+			z := (a.Mean - b.Mean) / math.Hypot(a.MCSE, b.MCSE)
+			ratio := a.SD / b.SD
+			t.Logf("%s %s: coarse and corrected %.5f ± %.5f, tilted prior %.5f ± %.5f: z %.2f, sd ratio %.3f", c.name, a.Name, a.Mean, a.SD, b.Mean, b.SD, z, ratio)
+			if math.Abs(z) > 4 || ratio < 0.88 || ratio > 1.14 || math.Abs(dc.Residual[i]) > 1e-6 {
+				t.Errorf("%s %s: z %.2f, sd ratio %.3f, residual %.3g", c.name, a.Name, z, ratio, dc.Residual[i])
+			}
+		}
 	}
 }
 

@@ -225,7 +225,8 @@ const maxKSDObs = 100000
 // fit holds the normalised settings and what the preparation finds.
 type fit struct {
 	s     FitSettings
-	model ssm.Model
+	model ssm.Model // the chains' model: user's, or its coarser discretisation
+	user  ssm.Model // the model Fit was given (the Posterior's)
 	data  ssm.Dataset
 	dim   int
 	gset  gradient.Settings // the plain chains' filter
@@ -333,8 +334,12 @@ type Discretisation struct {
 	// warns: the correction then rests on a quadratic model of a large
 	// difference.
 	Shift []float64 `json:"shift"`
+	// Coarse reports that the chains use the model's coarser
+	// discretisation (ssm.Coarsener), whose correction moved no mean by
+	// more than 0.5 sd.
+	Coarse bool `json:"coarse,omitempty"`
 	// Residual checks the correction after sampling, when it moves a mean
-	// by more than 0.1 sd: discretisationDraws evenly thinned draws are
+	// by more than 0.1 sd or is Coarse: discretisationDraws evenly thinned draws are
 	// importance-weighted from the chains' target to the finer scorer's
 	// posterior (log w = ℓ_refined − ℓ − correction), and Residual is how
 	// far that moves each natural parameter's mean, in its posterior sds,
@@ -498,7 +503,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 			s.KSDDraws = -1 // 50 full passes would dwarf the fit
 		}
 	}
-	f := &fit{s: s, model: model, data: data, dim: d.Param, gridB: gridB, short: short, total: total,
+	f := &fit{s: s, model: model, user: model, data: data, dim: d.Param, gridB: gridB, short: short, total: total,
 		gset: gradient.Settings{
 			Subsequencer: gradient.Subsequencer{S: s.S, B: s.B, Sampling: gradient.Uniform},
 			PF:           pf.Settings{N: s.N, Proposal: s.Proposal},
@@ -1138,29 +1143,109 @@ func (f *fit) checkDiscretisation(ctx context.Context) error {
 		pts[2*k+1] = lMul(u0, l, z)
 	}
 	pts[2*p] = u0
-	r := make([]float64, len(pts))
+	fine, err := f.fullLogLiks(ctx, pts, rs.RefinedLogLik)
+	if err != nil {
+		return err
+	}
+	base, err := f.fullLogLiks(ctx, pts, exactLogLik(ex))
+	if err != nil {
+		return err
+	}
+	dc, err := newDiscretisation(pts, fine, base, u0, l)
+	if err != nil {
+		return err
+	}
+	f.prep.Discretisation = dc
+	f.log("discretisation correction (the model's finer scorer at the mode and ± one sd): tilt %.3f, curvature %.3f per whitened axis; it moves the posterior mean by %.2f posterior sds (per coordinate of u)", dc.Tilt, dc.Curve, dc.Shift)
+	return f.tryCoarser(ctx, pts, fine)
+}
+
+// coarseMaxShift is the largest mean shift (posterior sds) of a coarser
+// model's discretisation correction for which Fit samples with it.
+const coarseMaxShift = 0.5
+
+// tryCoarser switches the chains to the model's coarser discretisation
+// (ssm.Coarsener) when its correction towards the same finer scorer,
+// measured at the same points pts (fine: the finer log-likelihoods
+// there), moves no mean by more than coarseMaxShift and applies every
+// curvature. The check after sampling always runs for it (its shift
+// exceeds 0.1 sd where it matters).
+func (f *fit) tryCoarser(ctx context.Context, pts [][]float64, fine []float64) error {
+	cs, ok := f.model.(ssm.Coarsener)
+	if !ok {
+		return nil
+	}
+	coarse, ok := cs.Coarsen()
+	if !ok {
+		return nil
+	}
+	ex, ok := coarse.(ssm.ExactScorer)
+	if _, ok2 := coarse.(ssm.RefinedScorer); !ok || !ok2 {
+		return nil
+	}
+	base, err := f.fullLogLiks(ctx, pts, exactLogLik(ex))
+	if err != nil {
+		return err
+	}
+	dc, err := newDiscretisation(pts, fine, base, f.prep.Mode, f.prep.Chol)
+	if err != nil {
+		return err
+	}
+	_, shift := argMaxAbs(dc.Shift)
+	curved := slices.ContainsFunc(dc.Curve, func(b float64) bool { return appliedCurve(b) != b })
+	if shift > coarseMaxShift || curved {
+		f.log("the model's coarser discretisation is not used: its correction would move a mean by %.2f posterior sds (at most %.1f)", shift, coarseMaxShift)
+		return nil
+	}
+	dc.Coarse = true
+	f.prep.Discretisation = dc
+	f.model = coarse
+	f.log("sampling at the model's coarser discretisation with its correction: tilt %.3f, curvature %.3f; it moves the posterior mean by %.2f posterior sds", dc.Tilt, dc.Curve, dc.Shift)
+	return nil
+}
+
+// exactLogLik returns ex's log-likelihood alone.
+func exactLogLik(ex ssm.ExactScorer) func([]float64, ssm.Sequence, ssm.Window) (float64, error) {
+	return func(u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+		return ex.ExactScore(nil, u, seq, w)
+	}
+}
+
+// fullLogLiks returns the full-data log-likelihood ll (every sequence
+// one window) at each of pts, on the workers.
+func (f *fit) fullLogLiks(ctx context.Context, pts [][]float64, ll func([]float64, ssm.Sequence, ssm.Window) (float64, error)) ([]float64, error) {
+	out := make([]float64, len(pts))
 	err := workerPool(len(pts), f.s.Workers, func() func(int) error {
 		return func(i int) error {
 			for _, seq := range f.data.Sequences {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				w := ssm.Full(seq.Len())
-				a, err := ex.ExactScore(nil, pts[i], seq, w)
+				v, err := ll(pts[i], seq, ssm.Full(seq.Len()))
 				if err != nil {
 					return err
 				}
-				b, err := rs.RefinedLogLik(pts[i], seq, w)
-				if err != nil {
-					return err
-				}
-				r[i] += b - a
+				out[i] += v
 			}
 			return nil
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("sgmcmc: discretisation check: %w", err)
+		return nil, fmt.Errorf("sgmcmc: discretisation check: %w", err)
+	}
+	return out, nil
+}
+
+// newDiscretisation fits the correction's quadratic to r = fine − base at
+// pts = (u* + L e_1, u* − L e_1, …, u*).
+func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*Discretisation, error) {
+	p := len(u0)
+	r := make([]float64, len(pts))
+	for i := range r {
+		r[i] = fine[i] - base[i]
+	}
+	if i := firstNonFinite(r); i >= 0 {
+		return nil, fmt.Errorf("sgmcmc: discretisation check: the log-likelihoods' difference at %v is %v", pts[i], r[i])
 	}
 	tilt, curve, zmean := make([]float64, p), make([]float64, p), make([]float64, p)
 	for k := range p {
@@ -1168,16 +1253,11 @@ func (f *fit) checkDiscretisation(ctx context.Context) error {
 		curve[k] = r[2*k] + r[2*k+1] - 2*r[2*p]
 		zmean[k] = tilt[k] / (1 - appliedCurve(curve[k]))
 	}
-	if i := firstNonFinite(r); i >= 0 {
-		return fmt.Errorf("sgmcmc: discretisation check: the log-likelihoods' difference at %v is %v", pts[i], r[i])
-	}
 	shift := lMul(make([]float64, p), l, zmean)
 	for i, sd := range cholSD(l, p) {
 		shift[i] /= sd
 	}
-	f.prep.Discretisation = &Discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: tilt, Curve: curve, Shift: shift}
-	f.log("discretisation correction (the model's finer scorer at the mode and ± one sd): tilt %.3f, curvature %.3f per whitened axis; it moves the posterior mean by %.2f posterior sds (per coordinate of u)", tilt, curve, shift)
-	return nil
+	return &Discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: tilt, Curve: curve, Shift: shift}, nil
 }
 
 // discretisationDraws is the number of draws at which the correction is
@@ -1188,7 +1268,7 @@ const discretisationDraws = 24
 // scorers at discretisationDraws evenly thinned draws, on the workers.
 func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	dc := f.prep.Discretisation
-	if _, v := argMaxAbs(dc.Shift); v <= 0.1 {
+	if _, v := argMaxAbs(dc.Shift); v <= 0.1 && !dc.Coarse {
 		return nil
 	}
 	ex := f.model.(ssm.ExactScorer)

@@ -141,7 +141,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	starts := pr.Starts
 	burn := pr.AdaptIterations
 	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin}
-	post.model, post.data = f.model, f.data
+	post.model, post.data = f.user, f.data
 	post.U = make([][]float64, f.s.Chains)
 	post.Natural = make([][]float64, f.s.Chains)
 	// Segments: the first of the planned length; while the ESS falls short
@@ -541,6 +541,17 @@ func (f *fit) loadPreparation() (bool, error) {
 		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
 	}
 	f.prep = saved.Prep
+	if dc := f.prep.Discretisation; dc != nil && dc.Coarse {
+		cs, ok := f.model.(ssm.Coarsener)
+		var coarse ssm.Model
+		if ok {
+			coarse, ok = cs.Coarsen()
+		}
+		if !ok {
+			return false, fmt.Errorf("%w: %s.prep samples a coarser discretisation that the model does not offer", ErrCheckpoint, f.s.Checkpoint)
+		}
+		f.model = coarse
+	}
 	if f.prep.Grid.Nodes > 0 {
 		if err := f.prep.Grid.Validate(); err != nil {
 			return false, fmt.Errorf("%w: %s.prep: %v", ErrCheckpoint, f.s.Checkpoint, err)
@@ -571,7 +582,7 @@ func (f *fit) fingerprint() string {
 	}
 	s := f.s
 	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d",
-		f.model, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
+		f.user, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
 		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init, s.PrepObs)
 }
 

@@ -122,6 +122,16 @@ type RefinedScorer interface {
 	RefinedLogLik(u []float64, seq Sequence, w Window) (float64, error)
 }
 
+// Coarsener is an optional capability of a RefinedScorer whose
+// discretisation is left to the caller (GARCH with Nodes 0): Coarsen
+// returns the same model at a coarser discretisation, cheaper per pass,
+// with the same RefinedLogLik, and false when there is no such choice.
+// sgmcmc.Fit samples with the coarser model when its correction towards
+// the finer scorer is small, and checks it after sampling.
+type Coarsener interface {
+	Coarsen() (Model, bool)
+}
+
 // StateCompleter is an optional Kernel capability for models whose state
 // rows carry deterministic functions of the past besides the random part
 // (GARCH's σ_t² and its tangent ∂σ_t²/∂u). Complete recomputes those parts
