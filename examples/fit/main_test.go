@@ -57,6 +57,7 @@ type outputJSON struct {
 		Tilt       []float64 `json:"tilt"`
 		Curve      []float64 `json:"curve"`
 		Shift      []float64 `json:"shift"`
+		Coarse     bool      `json:"coarse"`
 		Residual   []float64 `json:"residual"`
 		ResidualSE []float64 `json:"residual_se"`
 	} `json:"discretisation"`
@@ -225,13 +226,16 @@ func TestGARCHOnDAX(t *testing.T) {
 	}
 	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
 	// The discretisation correction towards 256 nodes is reported: on 120
-	// days it is tiny (below the 0.1 sd at which the residual is checked).
-	if d := o.Discretisation; d == nil || len(d.Mode) != 4 || len(d.Chol) != 16 || len(d.Tilt) != 4 || len(d.Curve) != 4 || len(d.Shift) != 4 {
-		t.Errorf("discretisation %+v: want the correction's mode, L, tilt, curvature and shift in u (4 parameters)", d)
+	// days the coarser 32 nodes suffice (a shift below 0.5 sd), and the
+	// check after sampling finds the chains within 0.2 sd of 256 nodes.
+	if d := o.Discretisation; d == nil || len(d.Mode) != 4 || len(d.Chol) != 16 || len(d.Tilt) != 4 || len(d.Curve) != 4 || len(d.Shift) != 4 || len(d.Residual) != 4 || len(d.ResidualSE) != 4 {
+		t.Errorf("discretisation %+v: want the correction's mode, L, tilt, curvature, shift in u and residual (4 parameters)", d)
 	} else {
-		for _, v := range d.Shift {
-			if !(math.Abs(v) < 0.1) {
-				t.Errorf("discretisation shift %v sd on 120 days, want below 0.1", d.Shift)
+		t.Logf("discretisation: coarse %v, shift %.3f, residual %.3f ± %.3f", d.Coarse, d.Shift, d.Residual, d.ResidualSE)
+		for i := range 4 {
+			if !d.Coarse || !(math.Abs(d.Shift[i]) < 0.5) || !(math.Abs(d.Residual[i]) < 0.2) {
+				t.Errorf("discretisation: coarse %v, shift %v sd, residual %v sd on 120 days: want the coarse model, shifts below 0.5, residuals below 0.2", d.Coarse, d.Shift, d.Residual)
+				break
 			}
 		}
 	}
