@@ -529,8 +529,9 @@ func TestGARCHExactTail(t *testing.T) {
 }
 
 // TestGARCHNodes: GARCH.Nodes sets ExactScore's node count (and four
-// times it for RefinedLogLik); a count outside 16..1024 is an error naming the
-// field, not a panic.
+// times it for RefinedLogLik, unless Refine is set); a count outside
+// 16..1024 (Refine: 16..4096) is an error naming the field, not a panic;
+// Coarsen offers 32 nodes only for the defaults.
 func TestGARCHNodes(t *testing.T) {
 	seq := gxDAX(t, 300)
 	u := gxU(t, 1, 0.98, 0.3, 0.6)
@@ -553,6 +554,25 @@ func TestGARCHNodes(t *testing.T) {
 		ref2, _ := garchExactScore(nil, u, seq, w, 4*want)
 		if got != ref || fine != ref2 {
 			t.Errorf("Nodes %d: ExactScore %v (G = %d: %v), RefinedLogLik %v (G = %d: %v)", n, got, want, ref, fine, 4*want, ref2)
+		}
+	}
+	// Refine sets RefinedLogLik's count; Coarsen offers 32 nodes refining
+	// to 256 only while both are left at 0.
+	fine, err := GARCH{Nodes: 32, Refine: 96}.RefinedLogLik(u, seq, w)
+	if ref, _ := garchExactScore(nil, u, seq, w, 96); err != nil || fine != ref {
+		t.Errorf("Refine 96: RefinedLogLik %v (%v), want %v", fine, err, ref)
+	}
+	if c, ok := (GARCH{}).Coarsen(); !ok || c != (GARCH{Nodes: 32, Refine: 256}) {
+		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want 32 nodes refining to 256", c, ok)
+	}
+	for _, m := range []GARCH{{Nodes: 64}, {Refine: 256}} {
+		if c, ok := m.Coarsen(); ok {
+			t.Errorf("%+v.Coarsen() = %+v: want none when the user set the nodes", m, c)
+		}
+	}
+	for _, r := range []int{8, 5000} {
+		if _, err := (GARCH{Refine: r}).RefinedLogLik(u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Refine") {
+			t.Errorf("Refine %d: error %v, want one naming GARCH.Refine", r, err)
 		}
 	}
 	for _, n := range []int{8, -1, 2000} {
