@@ -342,3 +342,29 @@ func TestDiscretisationValid(t *testing.T) {
 		}
 	}
 }
+
+// TestModelKey: the checkpoint fingerprint tells models apart by their
+// settings when those print the same in every process (GARCH's Nodes, so
+// that a resumed fit with other nodes does not reuse a preparation), and
+// by type alone when a pointer is inside.
+func TestModelKey(t *testing.T) {
+	a, b := modelKey(models.GARCH{}), modelKey(models.GARCH{Nodes: 128})
+	if a == b || !strings.Contains(b, "Nodes:128") {
+		t.Errorf("GARCH{} and GARCH{Nodes: 128}: keys %q and %q", a, b)
+	}
+	prior := models.DefaultGARCHPrior()
+	p1, p2 := modelKey(models.GARCH{Prior: prior}), modelKey(models.GARCH{Prior: prior})
+	if p1 != p2 {
+		t.Errorf("the same model: keys %q and %q", p1, p2)
+	}
+	x, y := 1, 1
+	if k1, k2 := modelKey(ptrModel{p: &x}), modelKey(ptrModel{p: &y}); k1 != "sgmcmc.ptrModel" || k1 != k2 {
+		t.Errorf("a model holding a pointer: keys %q and %q, want its type alone", k1, k2)
+	}
+}
+
+// ptrModel is a model holding a pointer (printed as an address).
+type ptrModel struct {
+	models.LGSSM
+	p *int
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -564,6 +565,44 @@ func (f *fit) loadPreparation() (bool, error) {
 	return true, nil
 }
 
+// modelKey identifies a model for the fingerprint: its type, and its
+// settings (GARCH's Nodes, a prior given by value) when they print the
+// same in every process (no pointers, functions, maps or channels inside).
+func modelKey(m ssm.Model) string {
+	if plainValue(reflect.ValueOf(m)) {
+		return fmt.Sprintf("%T%+v", m, m)
+	}
+	return fmt.Sprintf("%T", m)
+}
+
+// plainValue reports whether v holds only numbers, strings, and arrays,
+// slices, structs and interfaces of them.
+func plainValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array, reflect.Slice:
+		for i := range v.Len() {
+			if !plainValue(v.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !plainValue(v.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Interface:
+		return v.IsNil() || plainValue(v.Elem())
+	}
+	return false
+}
+
 // fingerprint identifies everything that determines the preparation.
 func (f *fit) fingerprint() string {
 	h := uint64(14695981039346656037)
@@ -581,8 +620,8 @@ func (f *fit) fingerprint() string {
 		}
 	}
 	s := f.s
-	return fmt.Sprintf("%T|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d",
-		f.user, h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
+	return fmt.Sprintf("%s|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d",
+		modelKey(f.user), h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
 		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init, s.PrepObs)
 }
 
