@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,11 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	t.Logf("GARCH on DAX: coarse %v, shift %.4f sd, model %+v", dc.Coarse, dc.Shift, f.model)
 	if want := (models.GARCH{Nodes: 32, Refine: 256}); !dc.Coarse || len(dc.Shift) != 4 || mx > coarseMaxShift || f.model != want || f.user != (models.GARCH{}) {
 		t.Errorf("GARCH on DAX: coarse %v, discretisation shift %v, chains' model %+v: want %+v with 4 shifts below %v sd", dc.Coarse, dc.Shift, f.model, want, coarseMaxShift)
+	}
+	// A fall-back to particle filters drops the correction and the
+	// coarser model: both belong to the exact scorer.
+	if !f.toParticles(context.Background(), errors.New("boom"), "adaptation") || f.prep.Discretisation != nil || f.model != f.user {
+		t.Errorf("after toParticles: correction %+v, chains' model %+v; want none and the user's", f.prep.Discretisation, f.model)
 	}
 }
 

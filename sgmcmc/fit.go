@@ -2162,6 +2162,10 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	f.setGrid(pf.Grid{})
 	f.setExact(false)
 	f.prep.Jacobian = nil
+	// The discretisation correction belongs to the exact scorer, and the
+	// coarser model to its cost: particles filter the model as given.
+	f.prep.Discretisation = nil
+	f.model = f.user
 	return true
 }
 
