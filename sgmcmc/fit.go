@@ -1271,8 +1271,11 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	if _, v := argMaxAbs(dc.Shift); v <= 0.1 && !dc.Coarse {
 		return nil
 	}
-	ex := f.model.(ssm.ExactScorer)
-	rs := f.model.(ssm.RefinedScorer)
+	ex, ok := f.model.(ssm.ExactScorer)
+	rs, ok2 := f.model.(ssm.RefinedScorer)
+	if !ok || !ok2 {
+		return fmt.Errorf("the model %T has no exact and finer scorer", f.model)
+	}
 	var us, nat []float64
 	for c := range post.U {
 		us, nat = append(us, post.U[c]...), append(nat, post.Natural[c]...)
