@@ -1283,46 +1283,31 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	p, d := f.dim, len(post.Names)
 	n := len(us) / p
 	K := min(discretisationDraws, n)
-	logw := make([]float64, K)
-	err := workerPool(K, f.s.Workers, func() func(int) error {
-		corr := newDiscretised(nil, dc)
-		return func(i int) error {
-			u := us[i*n/K*p : (i*n/K+1)*p]
-			lw := -corr.correction(nil, u)
-			for _, seq := range f.data.Sequences {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				w := ssm.Full(seq.Len())
-				a, err := ex.ExactScore(nil, u, seq, w)
-				if err != nil {
-					return err
-				}
-				b, err := rs.RefinedLogLik(u, seq, w)
-				if err != nil {
-					return err
-				}
-				lw += b - a
-			}
-			logw[i] = lw
-			return nil
-		}
-	})
+	pts := make([][]float64, K)
+	for i := range pts {
+		pts[i] = us[i*n/K*p : (i*n/K+1)*p]
+	}
+	fine, err := f.fullLogLiks(ctx, pts, rs.RefinedLogLik)
 	if err != nil {
 		return err
+	}
+	base, err := f.fullLogLiks(ctx, pts, exactLogLik(ex))
+	if err != nil {
+		return err
+	}
+	corr := newDiscretised(nil, dc)
+	logw := make([]float64, K)
+	for i, u := range pts {
+		logw[i] = fine[i] - base[i] - corr.correction(nil, u)
 	}
 	if i := firstNonFinite(logw); i >= 0 {
 		return fmt.Errorf("log weight %v at draw %d", logw[i], i)
 	}
-	mx := slices.Max(logw)
-	wts := make([]float64, K)
-	sw := 0.0
-	for i, v := range logw {
-		wts[i] = math.Exp(v - mx)
-		sw += wts[i]
-	}
-	for i := range wts {
-		wts[i] *= float64(K) / sw // mean 1
+	wts := normalized(logw)
+	s2 := 0.0
+	for i, w := range wts {
+		s2 += w * w
+		wts[i] = w * float64(K) // mean 1
 	}
 	dc.Residual, dc.ResidualSE = make([]float64, d), make([]float64, d)
 	x := make([]float64, K)
@@ -1345,18 +1330,8 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 		dc.Residual[j] = mw - xm
 		dc.ResidualSE[j] = math.Sqrt(v) / float64(K)
 	}
-	f.log("discretisation correction checked at %d draws (importance weights to the finer scorer, ESS %.1f): it leaves the means %.3f ± %.3f posterior sds from the finer scorer's", K, ess(wts), dc.Residual, dc.ResidualSE)
+	f.log("discretisation correction checked at %d draws (importance weights to the finer scorer, ESS %.1f): it leaves the means %.3f ± %.3f posterior sds from the finer scorer's", K, 1/s2, dc.Residual, dc.ResidualSE)
 	return nil
-}
-
-// ess is the importance-sampling effective sample size of weights w.
-func ess(w []float64) float64 {
-	var s, s2 float64
-	for _, v := range w {
-		s += v
-		s2 += v * v
-	}
-	return s * s / s2
 }
 
 // discretised is an estimator of the chains' target plus the
@@ -1364,10 +1339,10 @@ func ess(w []float64) float64 {
 // (Discretisation): it adds the correction to the log
 // posterior and its gradient L⁻ᵀ(a + b∘z) to the gradient.
 type discretised struct {
-	est      Estimator
-	mode, l  []float64
-	a, b     []float64
-	z, v, gs []float64 // scratch
+	est         Estimator
+	mode, l     []float64
+	a, b        []float64
+	z, v, gs, g []float64 // scratch
 }
 
 func newDiscretised(est Estimator, dc *Discretisation) *discretised {
@@ -1377,7 +1352,7 @@ func newDiscretised(est Estimator, dc *Discretisation) *discretised {
 		b[k] = appliedCurve(v)
 	}
 	return &discretised{est: est, mode: dc.Mode, l: dc.Chol, a: dc.Tilt, b: b,
-		z: make([]float64, p), v: make([]float64, p), gs: make([]float64, p)}
+		z: make([]float64, p), v: make([]float64, p), gs: make([]float64, p), g: make([]float64, p)}
 }
 
 // appliedCurve is the curvature b of the discretisation correction that
@@ -1437,8 +1412,7 @@ func (d *discretised) LogPosterior(ctx context.Context, u []float64, rng *rand.R
 	if ld, ok := d.est.(logDensity); ok {
 		lp, err = ld.LogPosterior(ctx, u, rng)
 	} else {
-		g := make([]float64, len(u))
-		lp, err = d.est.Grad(ctx, g, u, rng)
+		lp, err = d.est.Grad(ctx, d.g, u, rng)
 	}
 	if err != nil {
 		return lp, err
