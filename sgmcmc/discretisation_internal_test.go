@@ -249,8 +249,8 @@ func TestCoarser(t *testing.T) {
 //     which the quadratic (fitted at ± one sd) turns into a slope of A:
 //     the residual check must find the difference between the corrected
 //     chains' means and the direct fit's, within 4 SEs (its own and the
-//     two fits' Monte Carlo errors; it is 0.3–0.9 sd there), and the
-//     Posterior must warn.
+//     two fits' Monte Carlo errors; it is 0.3–0.9 sd there) at all 24
+//     draws, and the Posterior must warn.
 func TestDiscretisationCorrection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
@@ -279,7 +279,12 @@ func TestDiscretisationCorrection(t *testing.T) {
 		if dc == nil || dc.Residual == nil {
 			t.Fatalf("%s: discretisation correction %+v", c.name, dc)
 		}
-		t.Logf("%s: tilt %.4f, curvature %.4f, shift %.3f sd, residual %.3f ± %.3f sd", c.name, dc.Tilt, dc.Curve, dc.Shift, dc.Residual, dc.ResidualSE)
+		t.Logf("%s: tilt %.4f, curvature %.4f, shift %.3f sd, residual %.3f ± %.3f sd (%d draws)", c.name, dc.Tilt, dc.Curve, dc.Shift, dc.Residual, dc.ResidualSE, dc.Draws)
+		// The check weighs 12 draws, and all 24 when those leave a
+		// residual above 0.1 sd (tanh) or an SE above 0.05 sd.
+		if want := map[string]int{"quadratic": 12, "tanh": 24}[c.name]; dc.Draws != want {
+			t.Errorf("%s: residual checked at %d draws, want %d", c.name, dc.Draws, want)
+		}
 		if len(pb.Warnings) > 0 {
 			t.Errorf("%s: warnings of the direct fit: %q", c.name, pb.Warnings)
 		}

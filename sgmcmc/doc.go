@@ -160,8 +160,10 @@
 //     is sampled at its coarser one when that one's correction, measured
 //     at the same points, moves no mean by more than 0.5 sd (GARCH on
 //     DAX: 32 nodes, a third of the cost per pass). After sampling, a
-//     correction above 0.1 sd (or a coarser model) is checked: 24 draws
-//     importance-weighted to the finer scorer (Discretisation.Residual).
+//     correction above 0.1 sd (or a coarser model) is checked: 12 draws
+//     importance-weighted to the finer scorer, 24 when those leave a
+//     residual above 0.1 sd or an SE above 0.05 sd
+//     (Discretisation.Residual).
 //  5. The number of iterations aims at TargetESS from the autocorrelation
 //     measured in the last window (or, after importance sampling, 2H − 1
 //     for the expected holding time H over the independence share),

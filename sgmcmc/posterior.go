@@ -318,7 +318,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		if k, v := argMaxAbs(dc.Residual); v > discretisationMaxResidual {
 			post.Warnings = append(post.Warnings, fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; refine the scorer (GARCH: Nodes, -nodes)",
-				discretisationDraws, post.Names[k], dc.Residual[k], dc.ResidualSE[k]))
+				dc.Draws, post.Names[k], dc.Residual[k], dc.ResidualSE[k]))
 		}
 	}
 	if f.s.KSDDraws > 0 && ctx.Err() == nil {

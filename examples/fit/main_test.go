@@ -60,6 +60,7 @@ type outputJSON struct {
 		Coarse     bool      `json:"coarse"`
 		Residual   []float64 `json:"residual"`
 		ResidualSE []float64 `json:"residual_se"`
+		Draws      int       `json:"draws"`
 	} `json:"discretisation"`
 }
 
@@ -228,10 +229,10 @@ func TestGARCHOnDAX(t *testing.T) {
 	// The discretisation correction towards 256 nodes is reported: on 120
 	// days the coarser 32 nodes suffice (a shift below 0.5 sd), and the
 	// check after sampling finds the chains within 0.2 sd of 256 nodes.
-	if d := o.Discretisation; d == nil || len(d.Mode) != 4 || len(d.Chol) != 16 || len(d.Tilt) != 4 || len(d.Curve) != 4 || len(d.Shift) != 4 || len(d.Residual) != 4 || len(d.ResidualSE) != 4 {
-		t.Errorf("discretisation %+v: want the correction's mode, L, tilt, curvature, shift in u and residual (4 parameters)", d)
+	if d := o.Discretisation; d == nil || len(d.Mode) != 4 || len(d.Chol) != 16 || len(d.Tilt) != 4 || len(d.Curve) != 4 || len(d.Shift) != 4 || len(d.Residual) != 4 || len(d.ResidualSE) != 4 || d.Draws != 12 && d.Draws != 24 {
+		t.Errorf("discretisation %+v: want the correction's mode, L, tilt, curvature, shift in u and residual (4 parameters) from 12 or 24 draws", d)
 	} else {
-		t.Logf("discretisation: coarse %v, shift %.3f, residual %.3f ± %.3f", d.Coarse, d.Shift, d.Residual, d.ResidualSE)
+		t.Logf("discretisation: coarse %v, shift %.3f, residual %.3f ± %.3f (%d draws)", d.Coarse, d.Shift, d.Residual, d.ResidualSE, d.Draws)
 		for i := range 4 {
 			if !d.Coarse || !(math.Abs(d.Shift[i]) < 0.5) || !(math.Abs(d.Residual[i]) < 0.2) {
 				t.Errorf("discretisation: coarse %v, shift %v sd, residual %v sd on 120 days: want the coarse model, shifts below 0.5, residuals below 0.2", d.Coarse, d.Shift, d.Residual)

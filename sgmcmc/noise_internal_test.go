@@ -1,0 +1,88 @@
+package sgmcmc
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// TestStagedNoise: with AutoGradient and a deterministic filter the
+// gradient noise is measured at noiseFirstProbes points first (and the
+// control variate's tail), and the other NoiseProbes − 16 points are
+// skipped only when the full-data score is then over noiseMargin times
+// cheaper. The choice must be the one that all 96 points give; where the
+// measurement stops early its noise must be exactly the first 16 points'
+// (the same probes, not new ones), and where it goes on exactly that of
+// one 96-point measurement. The LGSSM on 1000 simulated steps with its
+// exact (Kalman) scorer is a clear case for the full-data score; the SVM
+// on DAX with the grid filter is not (planned costs within a factor 2),
+// so it measures every point, as before the staging.
+func TestStagedNoise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two preparations")
+	}
+	dax, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		model ssm.Model
+		data  ssm.Dataset
+		early bool
+	}{
+		{"garch (32 nodes) on DAX, exact scorer", models.GARCH{Nodes: 32}, ssm.Dataset{Sequences: []ssm.Sequence{dax}}, true},
+		{"svm on DAX, grid filter", models.SVM{}, ssm.Dataset{Sequences: []ssm.Sequence{dax}}, false},
+	} {
+		f, err := newFit(c.model, c.data, FitSettings{Seed: 1, KSDDraws: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !f.deterministic() || f.s.NoiseProbes != 96 {
+			t.Fatalf("%s: deterministic %v, %d probes: not the staged case", c.name, f.deterministic(), f.s.NoiseProbes)
+		}
+		staged := f.prep
+		staged.NoisePlain = slices.Clone(staged.NoisePlain)
+		staged.NoiseCV = slices.Clone(staged.NoiseCV)
+
+		points := f.noisePoints()
+		first, err := f.probeNoise(ctx, points[:noiseFirstProbes], 1<<42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.noiseAt(ctx, points, 1<<42); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.tailNoise(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.chooseGradient(); err != nil {
+			t.Fatal(err)
+		}
+		all := f.prep
+		lp, lc := f.lambdas()
+		t.Logf("%s: staged choice %v, all 96 points %v; planned cost full %.3g s, plain %.3g s, control variate %.3g s",
+			c.name, staged.Gradient, all.Gradient, f.planCost(FullGradient, lp, lc), f.planCost(PlainGradient, lp, lc), f.planCost(ControlVariateGradient, lp, lc))
+		if staged.Gradient != all.Gradient {
+			t.Errorf("%s: staged measurement chose %v, all points %v", c.name, staged.Gradient, all.Gradient)
+		}
+		want := all.NoisePlain
+		if c.early {
+			want = f.clippedNoise(first.plain, 1)
+		}
+		if !slices.Equal(staged.NoisePlain, want) {
+			t.Errorf("%s (stops early: %v): staged plain noise %.4g, want %.4g", c.name, c.early, staged.NoisePlain, want)
+		}
+		if c.early && slices.Equal(staged.NoisePlain, all.NoisePlain) {
+			t.Errorf("%s: the staged measurement did not stop early", c.name)
+		}
+	}
+}
