@@ -557,13 +557,13 @@ func TestGARCHNodes(t *testing.T) {
 		}
 	}
 	// Refine sets RefinedLogLik's count; Coarsen offers 32 nodes refining
-	// to 256 only while both are left at 0.
+	// to 128 only while both are left at 0.
 	fine, err := GARCH{Nodes: 32, Refine: 96}.RefinedLogLik(u, seq, w)
 	if ref, _ := garchExactScore(nil, u, seq, w, 96); err != nil || fine != ref {
 		t.Errorf("Refine 96: RefinedLogLik %v (%v), want %v", fine, err, ref)
 	}
-	if c, ok := (GARCH{}).Coarsen(); !ok || c != (GARCH{Nodes: 32, Refine: 256}) {
-		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want 32 nodes refining to 256", c, ok)
+	if c, ok := (GARCH{}).Coarsen(); !ok || c != (GARCH{Nodes: 32, Refine: 128}) {
+		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want 32 nodes refining to 128", c, ok)
 	}
 	for _, m := range []GARCH{{Nodes: 64}, {Refine: 256}} {
 		if c, ok := m.Coarsen(); ok {

@@ -135,7 +135,7 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	dc := f.prep.Discretisation
 	_, mx := argMaxAbs(dc.Shift)
 	t.Logf("GARCH on DAX: coarse %v, shift %.4f sd, model %+v", dc.Coarse, dc.Shift, f.model)
-	if want := (models.GARCH{Nodes: 32, Refine: 256}); !dc.Coarse || len(dc.Shift) != 4 || mx > coarseMaxShift || f.model != want || f.user != (models.GARCH{}) {
+	if want := (models.GARCH{Nodes: 32, Refine: 128}); !dc.Coarse || len(dc.Shift) != 4 || mx > coarseMaxShift || f.model != want || f.user != (models.GARCH{}) {
 		t.Errorf("GARCH on DAX: coarse %v, discretisation shift %v, chains' model %+v: want %+v with 4 shifts below %v sd", dc.Coarse, dc.Shift, f.model, want, coarseMaxShift)
 	}
 	// A fall-back to particle filters drops the correction and the

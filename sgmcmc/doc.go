@@ -172,7 +172,9 @@
 //     to which the proposal is refitted), and more while the sampling so
 //     far took under a minute (at most 12 segments): a curved posterior
 //     makes the measured autocorrelation optimistic (the LGSSM on the S&P
-//     500 returns).
+//     500 returns). An extension adds at most twice the iterations so far
+//     (and then allows one more): the ESS of short chains is a noisy, low
+//     estimate.
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
 //     skipped iterations, interrupts, budgets, an imprecise anchor, a
 //     fallback to particle filters, and a discretisation correction

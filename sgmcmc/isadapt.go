@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 
@@ -206,14 +207,13 @@ type isRound struct {
 // a two-component mixture whose holding time on the points it was fitted
 // to was 1.53 measured 6.10 on its own draws).
 func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
-	pr := &f.prep
 	p := f.dim
 	n := isDraws(p)
-	l0 := make([]float64, len(pr.Chol))
-	for i, v := range pr.Chol {
-		l0[i] = isScale0 * v
+	mode, l0 := f.targetLaplace()
+	for i := range l0 {
+		l0[i] *= isScale0
 	}
-	rounds := []isRound{{q: newTMixture([]float64{1}, [][]float64{pr.Mode}, [][]float64{l0})}}
+	rounds := []isRound{{q: newTMixture([]float64{1}, [][]float64{mode}, [][]float64{l0})}}
 	var xs [][]float64
 	var lps []float64
 	z, s := make([]float64, p), make([]float64, p)
@@ -269,6 +269,34 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 		f.log("importance sampling: next proposal %d Student-t components at %.2f × their fitted scale, defensive weight %.2f (cross-validated holding time %.2f)", k, sc, d, h)
 		rounds = append(rounds, isRound{q: next})
 	}
+}
+
+// targetLaplace returns the Laplace approximation N(m, C Cᵀ) of the
+// chains' target (fresh slices): the preparation's mode u* and L, or,
+// with a discretisation correction, the mode moved by its predicted shift
+// (Discretisation.Shift) and L rescaled by its curvature,
+// C = L diag((1 − b_k)^(−1/2)) in the correction's frame. The first
+// importance-sampling proposal is centred there: the coarser GARCH
+// model's mode is 0.36 posterior sds from its corrected target's in λ on
+// DAX, and proposals centred at it took more rounds and gave the chains
+// 30–110% more iterations over three seeds.
+func (f *fit) targetLaplace() (mode, chol []float64) {
+	pr := &f.prep
+	mode, chol = slices.Clone(pr.Mode), slices.Clone(pr.Chol)
+	dc := pr.Discretisation
+	if dc == nil {
+		return mode, chol
+	}
+	p := f.dim
+	for i, sd := range cholSD(dc.Chol, p) {
+		mode[i] += dc.Shift[i] * sd
+	}
+	for i := range p {
+		for k := 0; k <= i; k++ {
+			chol[i*p+k] = dc.Chol[i*p+k] / math.Sqrt(1-appliedCurve(dc.Curve[k]))
+		}
+	}
+	return mode, chol
 }
 
 // refitProposal fits the independence proposal again, to the chains'

@@ -86,3 +86,21 @@ func TestStagedNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestCapExtension: an extension adds at most twice the iterations per
+// chain so far, and a cut one allows one more segment (never past
+// maxSegments).
+func TestCapExtension(t *testing.T) {
+	for _, c := range []struct{ iters, done, last, wantIters, wantLast int }{
+		{1088, 150, 3, 300, 4},   // GARCH on DAX, seed 3: cut
+		{316, 150, 3, 300, 4},    // just above twice
+		{300, 150, 3, 300, 3},    // at the cap
+		{202, 150, 3, 202, 3},    // below
+		{5000, 100, 11, 200, 11}, // the last segment stays the last
+	} {
+		it, last := capExtension(c.iters, c.done, c.last)
+		if it != c.wantIters || last != c.wantLast {
+			t.Errorf("capExtension(%d, %d, %d) = %d, %d; want %d, %d", c.iters, c.done, c.last, it, last, c.wantIters, c.wantLast)
+		}
+	}
+}

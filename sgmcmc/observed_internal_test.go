@@ -17,8 +17,9 @@ import (
 // TestObservedNewtonGARCH checks the preparation's mode for the model's
 // exact scorer on a long-memory GARCH series (φ = 0.997, T = 3000, so a
 // buffer of 40 steps forgets 0.997⁴⁰ ≈ 11% of the state): the gradient
-// of the exact full-data log posterior, computed here directly from
-// models.GARCH.ExactScore over the whole sequence and the prior, must be
+// of the exact full-data log posterior of the model prepared (here the
+// coarser 32 nodes), computed directly from its ExactScore over the
+// whole sequence and the prior, must be
 // < 0.1 posterior sd long in the preparation's metric (|Lᵀg|). It is
 // 0.009; the buffered tilings' Newton before 2bc7b7a stopped at 0.326.
 func TestObservedNewtonGARCH(t *testing.T) {
@@ -45,19 +46,22 @@ func TestObservedNewtonGARCH(t *testing.T) {
 	if !f.prep.Exact {
 		t.Fatal("the preparation did not choose the model's exact scorer")
 	}
+	// The model prepared: GARCH's coarser discretisation when its
+	// correction is small (ssm.Coarsener), else the model as given.
+	ex := f.model.(ssm.ExactScorer)
 	u := f.prep.Mode
 	g := make([]float64, len(u))
-	if _, err := m.ExactScore(g, u, seq, ssm.Full(seq.Len())); err != nil {
+	if _, err := ex.ExactScore(g, u, seq, ssm.Full(seq.Len())); err != nil {
 		t.Fatal(err)
 	}
 	prior := make([]float64, len(u))
-	m.LogPrior(prior, u)
+	f.model.LogPrior(prior, u)
 	for i := range g {
 		g[i] += prior[i]
 	}
 	z := lTrans(f.prep.Chol, g)
 	norm := math.Sqrt(dot(z, z))
-	t.Logf("mode u = %.4f, exact gradient %.4g, Newton step %.3f posterior sds", u, g, norm)
+	t.Logf("model %+v: mode u = %.4f, exact gradient %.4g, Newton step %.3f posterior sds", f.model, u, g, norm)
 	if norm > 0.1 {
 		t.Errorf("the exact log posterior's Newton step at the preparation's mode is %.3f posterior sds, want < 0.1", norm)
 	}

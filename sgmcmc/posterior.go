@@ -148,13 +148,15 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	// Segments: the first of the planned length; while the ESS falls short
 	// of TargetESS (the autocorrelation time of a short adaptation window
 	// is a rough guess) or R-hat exceeds 1.01, up to two more (three after
-	// FullGradient's short first segment), and more while the sampling so
-	// far took less than cheapSampling (up to maxSegments in all),
-	// continuing every chain where it stopped. A fixed Iterations, a time
+	// FullGradient's short first segment, and one more for each extension
+	// cut to extendMax times the draws so far), and more while the
+	// sampling so far took less than cheapSampling (up to maxSegments in
+	// all), continuing every chain where it stopped. A fixed Iterations, a time
 	// budget or a checkpoint make it one segment.
 	var res *Result
 	var runErr error
 	stopped := 0
+	done := 0 // iterations per chain so far
 	for seg := 0; ; seg++ {
 		trace := &Trace{Transform: natural, NaturalDim: len(names)}
 		recs := []Recorder{trace}
@@ -219,6 +221,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if user != nil {
 			user.offset += iters
 		}
+		done += iters
 		if seg >= lastSeg && (seg+1 >= maxSegments || post.Sampling >= cheapSampling) || runErr != nil || stopped > 0 ||
 			f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
 			break
@@ -229,7 +232,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		// Enough for the ESS target, and at least half as many again
 		// when only R-hat is short.
-		more := float64(iters*(seg+1)) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
+		more := float64(done) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		iters = min(50000, max(200, int(math.Ceil(more))))
 		if retarget != nil && pr.Proposal != nil {
 			if q, hold := f.refitProposal(post.U, logPost); q != nil {
@@ -243,6 +246,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 				iters = f.s.Thin * min(50000, max(100, int(math.Ceil(1.25*short*pr.IAT/float64(f.s.Chains)))))
 			}
 		}
+		iters, lastSeg = capExtension(iters, done, lastSeg)
 		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
 	}
 	if acc, ind := acceptance(); !math.IsNaN(acc) {

@@ -125,9 +125,12 @@ type RefinedScorer interface {
 // Coarsener is an optional capability of a RefinedScorer whose
 // discretisation is left to the caller (GARCH with Nodes 0): Coarsen
 // returns the same model at a coarser discretisation, cheaper per pass,
-// with the same RefinedLogLik, and false when there is no such choice.
-// sgmcmc.Fit samples with the coarser model when its correction towards
-// the finer scorer is small, and checks it after sampling.
+// and false when there is no such choice. Its RefinedLogLik may be
+// coarser than the model's own too, as long as it is as close to exact
+// wherever the coarser model's correction towards it is small (GARCH: 32
+// nodes refined to 128 instead of 64 to 256). sgmcmc.Fit prepares the
+// coarser model first, samples with it when that correction is small,
+// and checks it after sampling.
 type Coarsener interface {
 	Coarsen() (Model, bool)
 }
