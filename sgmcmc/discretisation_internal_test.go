@@ -112,18 +112,14 @@ func TestDiscretisationCheck(t *testing.T) {
 }
 
 // TestDiscretisationGARCHDAX: the models' own RefinedScorer and Coarsener
-// (GARCH, 256 nodes) on the DAX returns: the fit samples at 32 nodes,
-// corrected towards 256 by less than 0.5 sd, and keeps the user's model
-// for the Posterior.
+// (GARCH) on the DAX returns: the fit samples at 32 nodes, corrected
+// towards 128 by less than 0.5 sd, and keeps the user's model for the
+// Posterior.
 func TestDiscretisationGARCHDAX(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
 	}
-	dax, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := newFit(models.GARCH{}, ssm.Dataset{Sequences: []ssm.Sequence{dax}}, FitSettings{Seed: 1, Gradient: FullGradient})
+	f, err := newFit(models.GARCH{}, daxInternal(t), FitSettings{Seed: 1, Gradient: FullGradient})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +127,7 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 		t.Fatal(err)
 	}
 	// On DAX the fit samples at GARCH's coarser 32 nodes, corrected
-	// towards 256 by less than 0.5 sd (0.36 in λ).
+	// towards 128 by less than 0.5 sd (0.36 in λ).
 	dc := f.prep.Discretisation
 	_, mx := argMaxAbs(dc.Shift)
 	t.Logf("GARCH on DAX: coarse %v, shift %.4f sd, model %+v", dc.Coarse, dc.Shift, f.model)
@@ -321,6 +317,16 @@ func TestDiscretisationCorrection(t *testing.T) {
 func lgssmSimInternal(t *testing.T) ssm.Dataset {
 	t.Helper()
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+}
+
+// daxInternal reads testdata/dax_returns.csv as a one-sequence data set.
+func daxInternal(t *testing.T) ssm.Dataset {
+	t.Helper()
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

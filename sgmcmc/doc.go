@@ -157,9 +157,13 @@
 //     discretisation (GARCH on the S&P 500: 64 nodes corrected towards
 //     256 move λ and τ by about 0.6 and 0.5 sd). A model that leaves its
 //     discretisation to the caller (ssm.Coarsener; GARCH with Nodes 0)
-//     is sampled at its coarser one when that one's correction, measured
-//     at the same points, moves no mean by more than 0.5 sd (GARCH on
-//     DAX: 32 nodes, a third of the cost per pass). After sampling, a
+//     is prepared at its coarser one first (GARCH: 32 nodes, refined
+//     to 128) and sampled there when that one's correction moves no mean by
+//     more than 0.5 sd (GARCH on DAX: a third of the cost per pass), the
+//     correction then measured again around the corrected mode; otherwise
+//     the preparation continues at the model as given from the coarser
+//     mode. The first importance proposal is centred at the corrected
+//     target's Laplace approximation. After sampling, a
 //     correction above 0.1 sd (or a coarser model) is checked: 12 draws
 //     importance-weighted to the finer scorer, 24 when those leave a
 //     residual above 0.1 sd or an SE above 0.05 sd

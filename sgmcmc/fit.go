@@ -1185,6 +1185,7 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	for k := range zs {
 		zs[k] = dc.Tilt[k] / (1 - appliedCurve(dc.Curve[k]))
 	}
+	centre := 0.0 // whitened distance of the quadratic's centre from u*
 	if maxAbs(zs) > recentreMin {
 		if dc, err = f.measureDiscretisation(ctx, ex, rs, lMul(u0, l, zs), l, zs); err != nil {
 			return false, err
@@ -1192,16 +1193,17 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 		if reject(dc) {
 			return true, nil
 		}
+		centre = math.Sqrt(dot(zs, zs))
 	}
 	dc.Coarse = true
 	f.prep.Discretisation = dc
-	f.log("sampling at the model's coarser discretisation with its correction (measured around the corrected mode, %.2f whitened sds from the coarser one's): tilt %.3f, curvature %.3f; it moves the posterior mean by %.2f posterior sds", math.Sqrt(dot(zs, zs)), dc.Tilt, dc.Curve, dc.Shift)
+	f.log("sampling at the model's coarser discretisation with its correction (centred at the corrected mode's prediction, %.2f whitened sds from the coarser mode): tilt %.3f, curvature %.3f; it moves the posterior mean by %.2f posterior sds", centre, dc.Tilt, dc.Curve, dc.Shift)
 	return false, nil
 }
 
-// recentreMin is the largest whitened distance of the corrected mode from
-// the coarser model's mode at which the correction measured around the
-// latter is kept.
+// recentreMin is the largest |z*_k| (the corrected mode's predicted
+// offset from the coarser model's mode, per whitened axis) at which the
+// correction measured around the latter is kept.
 const recentreMin = 0.1
 
 // measureDiscretisation measures the correction around centre uc = u* +

@@ -2,7 +2,6 @@ package sgmcmc
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -25,10 +24,7 @@ func TestStagedNoise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two preparations")
 	}
-	dax, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dax := daxInternal(t)
 	ctx := context.Background()
 	for _, c := range []struct {
 		name  string
@@ -36,8 +32,8 @@ func TestStagedNoise(t *testing.T) {
 		data  ssm.Dataset
 		early bool
 	}{
-		{"garch (32 nodes) on DAX, exact scorer", models.GARCH{Nodes: 32}, ssm.Dataset{Sequences: []ssm.Sequence{dax}}, true},
-		{"svm on DAX, grid filter", models.SVM{}, ssm.Dataset{Sequences: []ssm.Sequence{dax}}, false},
+		{"garch (32 nodes) on DAX, exact scorer", models.GARCH{Nodes: 32}, dax, true},
+		{"svm on DAX, grid filter", models.SVM{}, dax, false},
 	} {
 		f, err := newFit(c.model, c.data, FitSettings{Seed: 1, KSDDraws: -1})
 		if err != nil {

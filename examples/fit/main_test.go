@@ -226,9 +226,9 @@ func TestGARCHOnDAX(t *testing.T) {
 			o.Gradient, o.Noise, o.Accept, o.AccInd)
 	}
 	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
-	// The discretisation correction towards 256 nodes is reported: on 120
-	// days the coarser 32 nodes suffice (a shift below 0.5 sd), and the
-	// check after sampling finds the chains within 0.2 sd of 256 nodes.
+	// The discretisation correction is reported: on 120 days the coarser
+	// 32 nodes suffice (a shift below 0.5 sd towards 128), and the check
+	// after sampling finds the chains within 0.2 sd of 128 nodes.
 	if d := o.Discretisation; d == nil || len(d.Mode) != 4 || len(d.Chol) != 16 || len(d.Tilt) != 4 || len(d.Curve) != 4 || len(d.Shift) != 4 || len(d.Residual) != 4 || len(d.ResidualSE) != 4 || d.Draws != 12 && d.Draws != 24 {
 		t.Errorf("discretisation %+v: want the correction's mode, L, tilt, curvature, shift in u and residual (4 parameters) from 12 or 24 draws", d)
 	} else {
