@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -98,5 +99,67 @@ func TestCapExtension(t *testing.T) {
 		if it != c.wantIters || last != c.wantLast {
 			t.Errorf("capExtension(%d, %d, %d) = %d, %d; want %d, %d", c.iters, c.done, c.last, it, last, c.wantIters, c.wantLast)
 		}
+	}
+}
+
+// TestTargetLaplace: the first importance proposal's centre and scale are
+// the Laplace approximation of N(u*, L Lᵀ) times the correction's
+// exp(Σ a_k z_k + ½ b_k z_k²), z = L⁻¹(u − u*): in z each axis has
+// precision 1 − b_k and mode a_k/(1 − b_k), so the mode is
+// u* + L (a/(1 − b)) and the covariance L diag(1/(1 − b)) Lᵀ. The
+// correction is built by newDiscretisation from a quadratic r sampled at
+// u* ± L e_k and u*, as the fit measures it.
+func TestTargetLaplace(t *testing.T) {
+	p := 3
+	mode := []float64{0.5, -1, 2}
+	l := []float64{0.3, 0, 0, 0.1, 0.2, 0, -0.05, 0.02, 0.4}
+	a, b := []float64{0.4, -0.2, 0.1}, []float64{-0.3, 0.2, 0}
+	var pts [][]float64
+	var fine, base []float64
+	r := func(z []float64) float64 {
+		v := 0.0
+		for k := range z {
+			v += a[k]*z[k] + 0.5*b[k]*z[k]*z[k]
+		}
+		return v
+	}
+	for k := range p {
+		for _, s := range []float64{1, -1} {
+			z := make([]float64, p)
+			z[k] = s
+			pts = append(pts, lMul(mode, l, z))
+			fine, base = append(fine, 7+r(z)), append(base, 7)
+		}
+	}
+	pts = append(pts, mode)
+	fine, base = append(fine, 7), append(base, 7)
+	dc, err := newDiscretisation(pts, fine, base, mode, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fit{dim: p, prep: Preparation{Mode: mode, Chol: l, Discretisation: dc}}
+	m, c := f.targetLaplace()
+	zm := make([]float64, p)
+	for k := range zm {
+		zm[k] = a[k] / (1 - b[k])
+	}
+	wantMode := lMul(mode, l, zm)
+	for i := range p {
+		if math.Abs(m[i]-wantMode[i]) > 1e-12 {
+			t.Errorf("mode[%d] = %.15g, want %.15g", i, m[i], wantMode[i])
+		}
+		for j := range p {
+			var got, want float64
+			for k := range p {
+				got += c[i*p+k] * c[j*p+k]
+				want += l[i*p+k] * l[j*p+k] / (1 - b[k])
+			}
+			if math.Abs(got-want) > 1e-12 {
+				t.Errorf("cov[%d][%d] = %.15g, want %.15g", i, j, got, want)
+			}
+		}
+	}
+	if !slices.Equal(f.prep.Mode, []float64{0.5, -1, 2}) {
+		t.Errorf("targetLaplace changed the preparation's mode: %v", f.prep.Mode)
 	}
 }
