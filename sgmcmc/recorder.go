@@ -116,20 +116,52 @@ func (m multi) Snapshot() ([]byte, error) {
 	return b, nil
 }
 
+// Resume resumes the members from their snapshots, in order. Trailing
+// members without state (not Resumers, e.g. a progress Printer) may be
+// added or dropped between the runs: a member past the snapshot's entries
+// is initialised when it is not a Resumer, and entries past the members
+// must be empty (sgmcmc.Fit's progress lines come last, and a resumed fit
+// may print them or not).
 func (m multi) Resume(info Info, state []byte) error {
-	for _, r := range m {
+	next := func() ([]byte, error) {
 		n, w := binary.Uvarint(state)
 		if w <= 0 || uint64(len(state)-w) < n {
-			return fmt.Errorf("%w: corrupt Multi recorder state", ErrCheckpoint)
+			return nil, fmt.Errorf("%w: corrupt Multi recorder state", ErrCheckpoint)
 		}
 		s := state[w : w+int(n)]
 		state = state[w+int(n):]
-		if rs, ok := r.(Resumer); ok {
+		return s, nil
+	}
+	for i, r := range m {
+		rs, ok := r.(Resumer)
+		if len(state) == 0 {
+			if ok {
+				return fmt.Errorf("%w: the Multi recorder state has no entry for member %d (%T): the checkpoint was written with other recorders", ErrCheckpoint, i, r)
+			}
+			if err := r.Init(info); err != nil {
+				return err
+			}
+			continue
+		}
+		s, err := next()
+		if err != nil {
+			return err
+		}
+		if ok {
 			if err := rs.Resume(info, s); err != nil {
 				return err
 			}
 		} else if err := r.Init(info); err != nil {
 			return err
+		}
+	}
+	for len(state) > 0 {
+		s, err := next()
+		if err != nil {
+			return err
+		}
+		if len(s) > 0 {
+			return fmt.Errorf("%w: the Multi recorder state has an entry for a member this run does not have: the checkpoint was written with other recorders", ErrCheckpoint)
 		}
 	}
 	return nil
