@@ -314,19 +314,16 @@ func TestDiscretisationCorrection(t *testing.T) {
 }
 
 // lgssmSimInternal reads testdata/lgssm_sim.csv as a one-sequence data set.
-func lgssmSimInternal(t *testing.T) ssm.Dataset {
-	t.Helper()
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "lgssm_sim.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
-}
+func lgssmSimInternal(t *testing.T) ssm.Dataset { return testdataSet(t, "lgssm_sim.csv") }
 
 // daxInternal reads testdata/dax_returns.csv as a one-sequence data set.
-func daxInternal(t *testing.T) ssm.Dataset {
+func daxInternal(t *testing.T) ssm.Dataset { return testdataSet(t, "dax_returns.csv") }
+
+// testdataSet reads the one-column CSV testdata/name as a one-sequence
+// data set.
+func testdataSet(t *testing.T, name string) ssm.Dataset {
 	t.Helper()
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
