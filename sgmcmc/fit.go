@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -1168,32 +1167,25 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 		return false, nil
 	}
 	f.trial = false
-	reject := func(dc *Discretisation) bool {
+	small := func(dc *Discretisation) bool {
 		_, shift := argMaxAbs(dc.Shift)
-		if shift <= coarseMaxShift && !slices.ContainsFunc(dc.Curve, func(b float64) bool { return appliedCurve(b) != b }) {
-			return false
-		}
-		f.log("the model's coarser discretisation is not used: its correction would move a mean by %.2f posterior sds (at most %.1f) or is too curved (%.3f); preparing the model as given", shift, coarseMaxShift, dc.Curve)
-		f.model = f.user
-		return true
-	}
-	if reject(dc) {
-		return true, nil
+		return shift <= coarseMaxShift && !slices.ContainsFunc(dc.Curve, func(b float64) bool { return appliedCurve(b) != b })
 	}
 	// The corrected posterior's predicted mode, in whitened coordinates.
-	zs := make([]float64, f.dim)
-	for k := range zs {
-		zs[k] = dc.Tilt[k] / (1 - appliedCurve(dc.Curve[k]))
-	}
+	zs := correctedMode(dc.Tilt, dc.Curve, nil)
 	centre := 0.0 // whitened distance of the quadratic's centre from u*
-	if maxAbs(zs) > recentreMin {
+	ok = small(dc)
+	if ok && maxAbs(zs) > recentreMin {
 		if dc, err = f.measureDiscretisation(ctx, ex, rs, lMul(u0, l, zs), l, zs); err != nil {
 			return false, err
 		}
-		if reject(dc) {
-			return true, nil
-		}
-		centre = math.Sqrt(dot(zs, zs))
+		ok, centre = small(dc), math.Sqrt(dot(zs, zs))
+	}
+	if !ok {
+		_, shift := argMaxAbs(dc.Shift)
+		f.log("the model's coarser discretisation is not used: its correction would move a mean by %.2f posterior sds (at most %.1f) or is too curved (%.3f); preparing the model as given", shift, coarseMaxShift, dc.Curve)
+		f.model = f.user
+		return true, nil
 	}
 	dc.Coarse = true
 	f.prep.Discretisation = dc
@@ -1290,6 +1282,22 @@ func (f *fit) fullLogLiks(ctx context.Context, pts [][]float64, ll func([]float6
 	return out, nil
 }
 
+// correctedMode returns the mode of −|z|²/2 + Σ_k a_k(z_k − z0_k) +
+// ½b_k(z_k − z0_k)² (the chains' posterior N(0, I) in whitened
+// coordinates times a correction centred at z0; nil: 0), with the applied
+// curvatures: z_k = (a_k − b_k z0_k)/(1 − b_k).
+func correctedMode(tilt, curve, z0 []float64) []float64 {
+	z := make([]float64, len(tilt))
+	for k, a := range tilt {
+		b := appliedCurve(curve[k])
+		if z0 != nil {
+			a -= b * z0[k]
+		}
+		z[k] = a / (1 - b)
+	}
+	return z
+}
+
 // newDiscretisation fits the correction's quadratic to r = fine − base at
 // pts = (uc + L e_1, uc − L e_1, …, uc), centred at uc = u0, which lies
 // at z0 (nil: 0) in the whitened coordinates of the chains' posterior
@@ -1303,18 +1311,12 @@ func newDiscretisation(pts [][]float64, fine, base, u0, l, z0 []float64) (*Discr
 	if i := firstNonFinite(r); i >= 0 {
 		return nil, fmt.Errorf("sgmcmc: discretisation check: the log-likelihoods' difference at %v is %v", pts[i], r[i])
 	}
-	tilt, curve, zmean := make([]float64, p), make([]float64, p), make([]float64, p)
+	tilt, curve := make([]float64, p), make([]float64, p)
 	for k := range p {
 		tilt[k] = (r[2*k] - r[2*k+1]) / 2
 		curve[k] = r[2*k] + r[2*k+1] - 2*r[2*p]
-		// The mode of −z²/2 + a(z − z0) + ½b(z − z0)².
-		b := appliedCurve(curve[k])
-		zmean[k] = tilt[k] / (1 - b)
-		if z0 != nil {
-			zmean[k] = (tilt[k] - b*z0[k]) / (1 - b)
-		}
 	}
-	shift := lMul(make([]float64, p), l, zmean)
+	shift := lMul(make([]float64, p), l, correctedMode(tilt, curve, z0))
 	for i, sd := range cholSD(l, p) {
 		shift[i] /= sd
 	}
@@ -1380,16 +1382,26 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	if err := weigh(half); err != nil {
 		return err
 	}
-	summary := post.Summary()
+	// x[k][j]: the k-th of the K draws' natural parameter j, in posterior
+	// sds from its mean.
+	x := make([][]float64, K)
+	for k := range x {
+		x[k] = make([]float64, d)
+		for j, row := range post.Summary() {
+			x[k][j] = (nat[at(k)*d+j] - row.Mean) / row.SD
+		}
+	}
 	used := half
-	ess := f.residual(dc, used, logw, nat, at, d, summary)
+	ess := residualShift(dc, used, logw, x)
 	if _, r := argMaxAbs(dc.Residual); r > discretisationSure || maxAbs(dc.ResidualSE) > discretisationSureSE {
 		if err := weigh(rest); err != nil {
 			return err
 		}
-		used = append(half, rest...)
-		slices.Sort(used)
-		ess = f.residual(dc, used, logw, nat, at, d, summary)
+		used = make([]int, K)
+		for i := range used {
+			used[i] = i
+		}
+		ess = residualShift(dc, used, logw, x)
 	}
 	dc.Draws = len(used)
 	f.log("discretisation correction checked at %d draws (importance weights to the finer scorer, ESS %.1f): it leaves the means %.3f ± %.3f posterior sds from the finer scorer's", len(used), ess, dc.Residual, dc.ResidualSE)
@@ -1400,17 +1412,17 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 // discretisationDraws when some |Residual| exceeds discretisationSure or
 // some ResidualSE exceeds discretisationSureSE (so a residual near the
 // warning's 0.2 sd is always measured at all of them). GARCH: 12 passes
-// at 256 nodes cost 10 s of the DAX fit, 35 s of the S&P 500's.
+// at 256 nodes cost 35 s of the S&P 500 fit.
 const (
 	discretisationSure   = 0.1
 	discretisationSureSE = 0.05
 )
 
-// residual sets dc.Residual and dc.ResidualSE from the log weights of the
-// draws used (indices into logw; at maps them to rows of the natural
-// draws nat, d per row) and returns the weights' ESS.
-func (f *fit) residual(dc *Discretisation, used []int, logw, nat []float64, at func(int) int, d int, summary []ParamSummary) float64 {
-	K := len(used)
+// residualShift sets dc.Residual and dc.ResidualSE from the draws used
+// (indices into logw, their log weights, and x, their standardised
+// natural parameters) and returns the weights' ESS.
+func residualShift(dc *Discretisation, used []int, logw []float64, x [][]float64) float64 {
+	K, d := len(used), len(x[0])
 	lw := make([]float64, K)
 	for k, i := range used {
 		lw[k] = logw[i]
@@ -1422,21 +1434,21 @@ func (f *fit) residual(dc *Discretisation, used []int, logw, nat []float64, at f
 		wts[i] = w * float64(K) // mean 1
 	}
 	dc.Residual, dc.ResidualSE = make([]float64, d), make([]float64, d)
-	x := make([]float64, K)
-	for j, row := range summary {
-		for k, i := range used {
-			x[k] = (nat[at(i)*d+j] - row.Mean) / row.SD
+	for j := range d {
+		xm := 0.0
+		for _, i := range used {
+			xm += x[i][j]
 		}
-		xm := floats.Sum(x) / float64(K)
+		xm /= float64(K)
 		// The self-normalised mean Σ w x / Σ w minus the plain mean, and
 		// its delta-method variance Σ w_i²(x_i − m_w)² / K².
 		mw := 0.0
-		for i := range K {
-			mw += wts[i] * x[i] / float64(K)
+		for k, i := range used {
+			mw += wts[k] * x[i][j] / float64(K)
 		}
 		v := 0.0
-		for i := range K {
-			e := wts[i]*(x[i]-mw) - (x[i] - xm)
+		for k, i := range used {
+			e := wts[k]*(x[i][j]-mw) - (x[i][j] - xm)
 			v += e * e
 		}
 		dc.Residual[j] = mw - xm
@@ -2379,12 +2391,10 @@ const (
 // is below 1/noiseMargin of both subsequence estimators' at the noise
 // measured so far (false unless AutoGradient may pick it).
 func (f *fit) fullClearlyCheaper() bool {
-	pr := &f.prep
 	if f.s.Gradient != AutoGradient || !f.deterministic() {
 		return false
 	}
 	lp, lc := f.lambdas()
-	pr.CostFull = f.costFull()
 	full := f.planCost(FullGradient, lp, lc)
 	return full*noiseMargin < f.planCost(PlainGradient, lp, lc) && full*noiseMargin < f.planCost(ControlVariateGradient, lp, lc)
 }
@@ -2509,7 +2519,7 @@ func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 	}
 	if g == FullGradient {
 		iat := independenceIAT(planHold, isIndependence)
-		return (float64(isMinRounds*isDraws(f.dim)) + chains*sampling(iat, fullMinIters)) * pr.CostFull
+		return (float64(isMinRounds*isDraws(f.dim)) + chains*sampling(iat, fullMinIters)) * f.costFull()
 	}
 	cost, kl := pr.CostPlain, lp
 	if g == ControlVariateGradient {
