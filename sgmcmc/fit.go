@@ -128,8 +128,11 @@ type FitSettings struct {
 	// Proposal is the particle filter's proposal (zero value pf.Auto: the
 	// model kernel's guided proposal when it has one).
 	Proposal pf.Proposal
-	// Exact uses the model's exact (Kalman) scorer instead of a particle
-	// filter (LGSSM).
+	// Exact uses the model's exact scorer (ssm.ExactScorer: the LGSSM's
+	// Kalman filter, GARCH's filter on σ² nodes) for everything, the
+	// warm-up included. Without it such a model's exact scorer still
+	// replaces the particle filters after the warm-up when Filter is
+	// AutoFilter.
 	Exact bool
 	// Filter chooses between the grid filter and particle filters for
 	// everything after the warm-up (zero value AutoFilter: the grid for
@@ -170,22 +173,35 @@ type FitSettings struct {
 	// measured, two evaluations each (0: 96).
 	NoiseProbes int
 
-	// StepSize is the step h in posterior-scale units (see Precond); 0
-	// chooses h = 1/(1 + λ_max(W)) from the measured gradient noise W,
-	// capped at 0.25.
+	// StepSize is the step h in posterior-scale units (see Precond). For
+	// SGLD, 0 chooses h = 1/(1 + λ_max(W)) from the measured gradient
+	// noise W, capped at 0.25; for the Metropolis–Hastings chains on
+	// full-data scores (FullGradient) it is the Langevin proposals' step,
+	// 0 meaning 0.7 tuned towards an acceptance rate of 0.7.
 	StepSize float64
 	// Iterations is the number of sampler iterations per chain after the
-	// burn-in (0: enough for TargetESS effective draws by the step's
-	// autocorrelation, at least 500).
+	// burn-in, run as one segment. 0 plans enough for TargetESS effective
+	// draws by the measured autocorrelation (at least 500 for SGLD, 200
+	// for FullGradient chains, whose first segment of 150 refits their
+	// independence proposal) and extends the sampling while the smallest
+	// bulk or tail ESS is below TargetESS or R-hat above 1.01 (see
+	// maxSegments).
 	Iterations int
 	// TargetESS is the effective sample size Iterations aims at (0: 400).
 	TargetESS int
 	// AdaptWindow is the number of iterations of each of the three
-	// adaptation windows, which are discarded (0: ten autocorrelation times
-	// of the current step, at least 300 and at most 3000).
+	// adaptation windows of SGLD, which are discarded (0: ten
+	// autocorrelation times of the current step, at least 300 and at most
+	// 3000). FullGradient chains are prepared by adaptive importance
+	// sampling instead (Posterior.BurnIn then counts its log posteriors
+	// per chain) and use the windows only when that fails.
 	AdaptWindow int
-	// MaxTime, when positive, stops every chain after this much compute
-	// time of sampling (a wall-clock budget); the summary says so.
+	// MaxTime, when positive, bounds the wall time of the sampling: all
+	// chains and extensions together (each chain of a segment gets what
+	// is left over the waves in which Workers run the Chains). A fit that
+	// reaches it stops with a warning; one that does not runs as it would
+	// without it. Timing makes such a run the one kind whose draws may
+	// differ between runs with the same Seed.
 	MaxTime time.Duration
 	// Thin keeps every Thin-th draw (0: 1).
 	Thin int
@@ -201,8 +217,12 @@ type FitSettings struct {
 
 	// Checkpoint, when set, makes the run resumable: the preparation is
 	// saved to Checkpoint+".prep" and the chains to Checkpoint, and a Fit
-	// with the same settings resumes from them. Remove both files for a
-	// fresh run.
+	// with the same settings resumes from them. The sampling is then one
+	// segment of the planned length (no refit of the independence
+	// proposal, no extensions: a checkpoint holds one Run), so its draws
+	// differ from those of the same fit without a checkpoint. A Fit whose
+	// checkpointed run had finished returns ErrFinished. Remove both
+	// files for a fresh run.
 	Checkpoint string
 	// Recorder observes every iteration of the sampling, burn-in included
 	// (Draw.Discarded marks the iterations that are not kept draws), e.g.
@@ -229,18 +249,20 @@ type fit struct {
 	// trial: model is user's coarser discretisation, prepared first and
 	// kept when its discretisation correction is small (checkDiscretisation).
 	trial bool
-	data  ssm.Dataset
-	dim   int
-	gset  gradient.Settings // the plain chains' filter
-	cvset gradient.Settings // the control-variate chains' filter
-	aset  gradient.Settings // the anchor's filter (AnchorParticles)
-	u0    []float64         // starting point
-	gridB int               // the buffer with the grid filter
-	short int               // the shortest sequence's length
-	total int               // the number of observations
-	scale float64           // nonzero in a subset's fit: its scores are scaled by it
-	warm  []float64         // the warm-up's end
-	log   func(format string, a ...any)
+	// resumed: the preparation was read from the checkpoint.
+	resumed bool
+	data    ssm.Dataset
+	dim     int
+	gset    gradient.Settings // the plain chains' filter
+	cvset   gradient.Settings // the control-variate chains' filter
+	aset    gradient.Settings // the anchor's filter (AnchorParticles)
+	u0      []float64         // starting point
+	gridB   int               // the buffer with the grid filter
+	short   int               // the shortest sequence's length
+	total   int               // the number of observations
+	scale   float64           // nonzero in a subset's fit: its scores are scaled by it
+	warm    []float64         // the warm-up's end
+	log     func(format string, a ...any)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
@@ -271,7 +293,7 @@ type Preparation struct {
 	NoisePlain               []float64 // W of the plain estimator, row-major (posterior scale)
 	NoiseCV                  []float64 // W of the control-variate estimator
 	LambdaPlain, LambdaCV    float64   // their largest eigenvalues
-	CostPlain, CostCV        float64   // measured seconds per gradient of each (one worker)
+	CostPlain, CostCV        float64   // seconds per gradient of each (one worker): CostPlain measured, CostCV = 2 or 3 × CostPlain (filters per control-variate gradient)
 	CostFull                 float64   // estimated seconds per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
 	Accept                   float64   // FullGradient: the Langevin proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
@@ -1060,6 +1082,7 @@ func (f *fit) prepare(ctx context.Context) error {
 	if f.s.Checkpoint != "" {
 		if ok, err := f.loadPreparation(); err != nil || ok {
 			if ok {
+				f.resumed = true
 				f.log("resuming: preparation read from %s.prep", f.s.Checkpoint)
 			}
 			return err
@@ -1759,6 +1782,16 @@ func centralDiff(cols [][]float64, p int) []float64 {
 
 // newCV returns the control variate on est: second order when the
 // preparation has a Jacobian (deterministic gradients).
+// cvFilters is the number of window filters per control-variate
+// gradient: g_S(u) and g_S(u*), and the second-order term's g_S at a
+// point near u* when there is a Jacobian (ControlVariate.Difference).
+func (f *fit) cvFilters() float64 {
+	if f.prep.Jacobian != nil {
+		return 3
+	}
+	return 2
+}
+
 func (f *fit) newCV(est *gradient.Estimator) (*gradient.ControlVariate, error) {
 	pr := &f.prep
 	cv, err := gradient.NewControlVariate(est, pr.Mode, pr.Anchor)
@@ -2789,8 +2822,14 @@ func sandwich(l, v []float64) []float64 {
 // (filter gset) and two independent control-variate differences g_S(u) −
 // g_S(u*) with common random numbers within each (filter cvset). It
 // returns per point the difference of the two plain estimates and of the
-// two control-variate differences, and the measured seconds per plain
-// gradient and per control-variate gradient (two filters).
+// two control-variate differences, the measured seconds per plain
+// gradient and the control variate's cost: cvFilters (2, or 3 with the
+// second-order term's directional difference) times the plain one. The
+// ratio is counted, not timed, so that the plan (chooseGradient, in which
+// only ratios of costs matter) is the same on every run with the same
+// seed: timed, the control variate of the LGSSM's Kalman windows
+// (0.01 ms) measured 0.06 ms on one run of four, enough to switch that
+// run to full-data chains with other draws.
 func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPlain, dCV [][]float64, costPlain, costCV float64, err error) {
 	p, K := f.dim, len(points)
 	dPlain, dCV = make([][]float64, K), make([][]float64, K)
@@ -2815,7 +2854,6 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 	}
 	workers := float64(min(f.s.Workers, K))
 	costPlain = time.Since(t0).Seconds() * workers / float64(2*K)
-	t0 = time.Now()
 	err = f.parallel(K, f.cvset, func(est *gradient.Estimator, k int) error {
 		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)+1<<32))
 		cv, err := f.newCV(est)
@@ -2838,8 +2876,7 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
 	}
-	costCV = time.Since(t0).Seconds() * workers / float64(2*K)
-	return dPlain, dCV, costPlain, costCV, nil
+	return dPlain, dCV, costPlain, f.cvFilters() * costPlain, nil
 }
 
 func maxEigen(w []float64, p int) float64 {

@@ -297,31 +297,68 @@ func TestFitRejectsBadData(t *testing.T) {
 }
 
 // TestFitFullBudget fits the LGSSM series with full-data Kalman scores
-// under a checkpoint and under a time budget, where the sampling is one
-// segment: it must be the planned one (at least 200 iterations per chain
-// by FullGradient's autocorrelation estimate), not the short first
-// segment that precedes a refit of the independence proposal, and give no
-// ESS or R-hat warning.
+// under a checkpoint, where the sampling is one segment: it must be the
+// planned one (at least 200 iterations per chain by FullGradient's
+// autocorrelation estimate), not the short first segment that precedes a
+// refit of the independence proposal, and give no ESS or R-hat warning.
+// Under a time budget that the run does not reach, the draws must be
+// those of the run without one, segments and refit included (the budget
+// used to make one segment: 532 iterations per chain instead of 369 on
+// DAX, other draws, and a longer run); under one it reaches, the fit
+// must stop with a warning that says so.
 func TestFitFullBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical")
 	}
 	data := lgssmSim(t)
-	for _, c := range []struct {
-		name string
-		set  sgmcmc.FitSettings
-	}{
-		{"checkpoint", sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, Checkpoint: filepath.Join(t.TempDir(), "ck")}},
-		{"time budget", sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, MaxTime: time.Hour}},
-	} {
-		post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data, c.set)
-		if err != nil {
-			t.Fatal(c.name, err)
+	ctx := context.Background()
+	set := sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, KSDDraws: -1}
+	ck := set
+	ck.Checkpoint = filepath.Join(t.TempDir(), "ck")
+	post, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("checkpoint: %d iterations per chain, warnings %q", post.Iterations, post.Warnings)
+	if post.Iterations < 200 || len(post.Warnings) > 0 {
+		t.Errorf("checkpoint: %d iterations per chain (want at least 200), warnings %q", post.Iterations, post.Warnings)
+	}
+
+	free, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := set
+	long.MaxTime = time.Hour
+	budget, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("no budget: %d iterations per chain; an hour's budget: %d", free.Iterations, budget.Iterations)
+	if len(budget.U) != len(free.U) {
+		t.Fatalf("%d chains with the budget, %d without", len(budget.U), len(free.U))
+	}
+	for c := range free.U {
+		if !slices.Equal(budget.U[c], free.U[c]) {
+			t.Errorf("chain %d: %d draws with an unreached budget differ from the %d without one", c, len(budget.U[c])/budget.Dim, len(free.U[c])/free.Dim)
 		}
-		t.Logf("%s: %d iterations per chain, warnings %q", c.name, post.Iterations, post.Warnings)
-		if post.Iterations < 200 || len(post.Warnings) > 0 {
-			t.Errorf("%s: %d iterations per chain (want at least 200), warnings %q", c.name, post.Iterations, post.Warnings)
-		}
+	}
+	if len(budget.Warnings) > 0 {
+		t.Errorf("an hour's budget: warnings %q", budget.Warnings)
+	}
+
+	short := set
+	short.MaxTime = time.Microsecond
+	hit, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range hit.Warnings {
+		found = found || strings.HasPrefix(w, "time budget (1µs of sampling) reached after")
+	}
+	if !found || hit.Draws() == 0 || hit.Iterations >= free.Iterations {
+		t.Errorf("1 µs budget: %d draws, %d iterations per chain, warnings %q", hit.Draws(), hit.Iterations, hit.Warnings)
 	}
 }
 

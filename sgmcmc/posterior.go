@@ -35,8 +35,10 @@ type Posterior struct {
 	// Preparation is what the fit learned before sampling.
 	Preparation Preparation
 	// Iterations is the number of sampling iterations per chain (the
-	// fewest over chains); BurnIn more, per chain, adapted the metric
-	// before them and were discarded.
+	// most over chains: a time budget or an interrupt may stop some
+	// earlier); BurnIn more, per chain, prepared the chains before them
+	// (adaptation windows, or importance-sampling points over Chains)
+	// and were discarded.
 	Iterations, BurnIn, Thin int
 	Skipped                  int           // non-finite iterations skipped, over all chains
 	Run                      *Result       // the sampler run
@@ -50,6 +52,9 @@ type Posterior struct {
 
 	model ssm.Model   // the fitted model and data, for States, Forecast and PredictiveScore
 	data  ssm.Dataset // (sgmcmc/states.go)
+	// resumed: the preparation was read from a checkpoint, so
+	// Preparation.Seconds is not part of Total.
+	resumed bool
 }
 
 // ParamSummary summarises the posterior draws of one natural parameter,
@@ -122,11 +127,10 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		iters = min(iters, 50000)
-		if pr.Gradient == FullGradient && pr.Proposal != nil && f.s.MaxTime == 0 && f.s.Checkpoint == "" {
+		if pr.Gradient == FullGradient && pr.Proposal != nil && f.s.Checkpoint == "" {
 			// A short first segment: the proposal is refitted to its
 			// draws (refitProposal) before the rest, which may take one
-			// more extension. (A time budget or a checkpoint make one
-			// segment: no refit.)
+			// more extension. (A checkpoint makes one segment: no refit.)
 			iters = min(iters, isPilot)
 			lastSeg = 3
 		}
@@ -141,7 +145,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	starts := pr.Starts
 	burn := pr.AdaptIterations
-	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin}
+	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin, resumed: f.resumed}
 	post.model, post.data = f.user, f.data
 	post.U = make([][]float64, f.s.Chains)
 	post.Natural = make([][]float64, f.s.Chains)
@@ -151,8 +155,12 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	// FullGradient's short first segment, and one more for each extension
 	// cut to extendMax times the draws so far), and more while the
 	// sampling so far took less than cheapSampling (up to maxSegments in
-	// all), continuing every chain where it stopped. A fixed Iterations, a time
-	// budget or a checkpoint make it one segment.
+	// all), continuing every chain where it stopped. A fixed Iterations or
+	// a checkpoint make it one segment. A time budget (MaxTime) bounds the
+	// wall time of all segments together: each chain of a segment gets
+	// the budget left over the waves in which Run's workers take the
+	// chains (4 chains on 2 workers: two waves of half of it), so a fit
+	// that does not reach it runs as it would without one.
 	var res *Result
 	var runErr error
 	stopped := 0
@@ -180,7 +188,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		st := Settings{
 			Iterations:  iters,
-			Runtime:     f.s.MaxTime,
+			Runtime:     f.chainBudget(post.Sampling),
 			Thin:        f.s.Thin,
 			Schedule:    Constant(h),
 			Chains:      f.s.Chains,
@@ -223,7 +231,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		done += iters
 		if seg >= lastSeg && (seg+1 >= maxSegments || post.Sampling >= cheapSampling) || runErr != nil || stopped > 0 ||
-			f.s.Iterations != 0 || f.s.MaxTime != 0 || f.s.Checkpoint != "" {
+			f.s.Iterations != 0 || f.s.Checkpoint != "" || res.Status == RuntimeLimit || f.chainBudget(post.Sampling) < 0 {
 			break
 		}
 		ess, rhat := convergence(post, len(names))
@@ -283,8 +291,13 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	switch {
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %d iterations per chain: the summary uses the %d draws kept so far", post.Iterations, post.Draws()))
-	case res.Status == RuntimeLimit:
-		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget reached after %d of %d iterations per chain", post.Iterations, iters))
+	case res.Status == RuntimeLimit || f.chainBudget(post.Sampling) < 0:
+		lo, hi := post.chainIterations()
+		n := fmt.Sprint(hi)
+		if lo < hi {
+			n = fmt.Sprintf("%d–%d", lo, hi)
+		}
+		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, n, done))
 	case runErr != nil && stopped == 0:
 		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
@@ -336,6 +349,37 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	return post, nil
 }
 
+// chainBudget returns the compute time each chain of the next sampling
+// segment may take (Settings.Runtime) under the time budget MaxTime,
+// after sampling that took used: what is left over the number of waves
+// in which Workers run Chains. 0 without a budget, negative when it is
+// spent.
+func (f *fit) chainBudget(used time.Duration) time.Duration {
+	if f.s.MaxTime == 0 {
+		return 0
+	}
+	left := f.s.MaxTime - used
+	if left <= 0 {
+		return -1
+	}
+	waves := (f.s.Chains + f.s.Workers - 1) / f.s.Workers
+	return left / time.Duration(waves)
+}
+
+// chainIterations returns the fewest and the most sampling iterations
+// per chain (kept draws times Thin).
+func (p *Posterior) chainIterations() (lo, hi int) {
+	lo = math.MaxInt
+	for _, c := range p.U {
+		n := len(c) / p.Dim * p.Thin
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if lo == math.MaxInt {
+		lo = 0
+	}
+	return lo, hi
+}
+
 // summarize fills the summary table and the convergence warnings.
 func (p *Posterior) summarize() {
 	d := len(p.Names)
@@ -373,7 +417,11 @@ func (p *Posterior) summarize() {
 		case nMin < 4:
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %d draws per chain are too few for ESS and R-hat", name, nMin))
 		case !(r.Rhat <= 1.01):
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: R-hat %.3f > 1.01: the chains disagree (not converged); run longer", name, r.Rhat))
+			who := "the chains disagree"
+			if len(p.Natural) == 1 {
+				who = "the halves of the chain disagree"
+			}
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: R-hat %.3f > 1.01: %s (not converged); run longer", name, r.Rhat, who))
 		}
 		if nMin >= 4 && !(r.BulkESS >= 400 && r.TailESS >= 400) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: bulk ESS %.0f, tail ESS %.0f (< 400): too few effective draws for reliable quantiles; run longer", name, r.BulkESS, r.TailESS))

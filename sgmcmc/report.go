@@ -122,8 +122,12 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	if p.KSD != nil {
 		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores by tiling)\n", p.KSD.KSD, p.KSD.N)
 	}
-	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %d sampling iterations per chain\n",
-		pr.StepSize, pr.IAT, p.BurnIn, p.Iterations)
+	iters := fmt.Sprint(p.Iterations)
+	if lo, hi := p.chainIterations(); lo < hi {
+		iters = fmt.Sprintf("%d–%d", lo, hi)
+	}
+	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %s sampling iterations per chain\n",
+		pr.StepSize, pr.IAT, p.BurnIn, iters)
 	if nr := pr.NoiseRatio(); nr != nil {
 		ratio := make([]string, 0, len(nr))
 		for _, x := range nr {
@@ -134,7 +138,11 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	if pr.Gradient == FullGradient {
 		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f\n", pr.Accept, pr.AcceptIndependent)
 	}
-	fmt.Fprintf(&b, "preparation %.1f s, sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())
+	if p.resumed {
+		fmt.Fprintf(&b, "preparation %.1f s (in the run that wrote the checkpoint); this run: sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())
+	} else {
+		fmt.Fprintf(&b, "preparation %.1f s, sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())
+	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintln(&b, "warning:", warn)
 	}

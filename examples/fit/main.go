@@ -66,13 +66,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	c.set.RegisterFlags(fs) // -S -B -N -Ncv -filter -gradient -step -warmup -adapt -iters -time -thin -chains -seed -ksd -q
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
-	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "CSV file with the observations, one column")
+	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells and NaN are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
 	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64, 128 for the coarser 32) and warns when that correction is large")
-	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise")
+	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise; the sampling is then one planned segment (no proposal refit, no extensions), so the draws differ from a run without it; when the checkpointed run had finished, the command says so and fits nothing")
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object to stdout instead of the text report")
 	c.st.register(fs)
@@ -208,7 +208,11 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 		return g + ", exact Kalman"
 	}
 	if pr.Exact {
-		return g + ", the model's exact scorer (nodes for σ² for GARCH)"
+		scorer := map[string]string{"lgssm": "Kalman filter", "garch": "filter on σ² nodes"}[c.model]
+		if scorer == "" {
+			return g + ", the model's exact scorer"
+		}
+		return g + ", the model's exact scorer (" + scorer + ")"
 	}
 	if pr.Grid.Nodes > 0 {
 		return g + fmt.Sprintf(", grid filter with %d nodes (spacing %.3g)", pr.Grid.Nodes, pr.Grid.Spacing())
@@ -222,7 +226,11 @@ func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior)
 		method = "Metropolis–Hastings (Langevin and independence proposals)"
 	}
 	fmt.Fprintf(w, "%s fitted to %s (T = %d) by %s, %s\n", strings.ToUpper(c.model), c.data, data.TotalLen(), method, describe(c, post))
-	fmt.Fprintf(w, "posterior of the natural parameters (%d chains, %d kept draws):\n\n", len(post.U), post.Draws())
+	chains := "chains"
+	if len(post.U) == 1 {
+		chains = "chain"
+	}
+	fmt.Fprintf(w, "posterior of the natural parameters (%d %s, %d kept draws):\n\n", len(post.U), chains, post.Draws())
 	if err := post.WriteText(w); err != nil {
 		return err
 	}
