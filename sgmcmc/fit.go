@@ -208,7 +208,11 @@ type FitSettings struct {
 	// Chains is the number of chains (0: 4); Workers the number of
 	// goroutines used (0: GOMAXPROCS).
 	Chains, Workers int
-	// Seed seeds every random number of the fit.
+	// Seed seeds every random number of the fit: the same Seed, data and
+	// settings give the same draws, except where the clock decides (a
+	// MaxTime that is reached; extensions past the planned sampling
+	// segments, which continue only while the sampling so far took less
+	// than a minute).
 	Seed uint64
 	// Init, when non-nil, is the starting point in natural parameters
 	// (Model.Constrain's output); otherwise the model's ssm.Starter, or

@@ -2,12 +2,13 @@
 // stochastic gradient MCMC (sgmcmc.Fit) and reports the posterior.
 //
 // With no flags it fits the stochastic volatility model to the bundled DAX
-// daily log-returns (testdata/dax_returns.csv, T = 1859): buffered
-// subsequences S = 40, B = 40 filtered by the deterministic grid filter
-// (models with a scalar state; GARCH and vector states use N = 1000
-// particles, B = 10), second-order control-variate gradients around the
-// posterior mode, SGLD with an adapted metric and the injected noise
-// corrected for the gradient noise, 4 chains. It prints per natural parameter the posterior mean, sd, 5/50/95%
+// daily log-returns (testdata/dax_returns.csv, T = 1859) with Fit's
+// defaults, 4 chains: a particle warm-up, then the deterministic grid
+// filter (the LGSSM's Kalman filter and GARCH's σ² nodes for those models),
+// Newton steps to the mode, and the cheapest of three planned runs
+// (control-variate SGLD for long series, Metropolis–Hastings chains on
+// full-data scores for short ones such as DAX). It prints per natural
+// parameter the posterior mean, sd, 5/50/95%
 // quantiles, bulk and tail ESS, R-hat and MCSE, the KSD, and every warning
 // (R-hat > 1.01, ESS < 400, stopped chains, interrupts). Ctrl-C (SIGINT) or
 // SIGTERM stops the chains and prints the summary of the draws so far.
@@ -170,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	post, err := sgmcmc.Fit(ctx, m, data, c.set)
 	if errors.Is(err, sgmcmc.ErrFinished) {
 		// Killed after its last checkpoint: trace.csv is complete.
-		fmt.Fprintf(stderr, "fit: %v (trace.csv in %s)\n", err, c.out)
+		fmt.Fprintf(stderr, "fit: %v; its summary: go run ./examples/merge %s\n", err, filepath.Join(c.out, "trace.csv"))
 		return nil
 	}
 	if err != nil {
