@@ -155,7 +155,8 @@ type FitSettings struct {
 	AnchorPasses int
 	// PrepObs, when positive and less than half the observations, makes
 	// the preparation (Newton, Jacobian, the control variate's anchor)
-	// use a subset of about PrepObs of them (blocks of 1000 spread evenly)
+	// use a subset of about PrepObs of them (blocks of 1000 spread evenly;
+	// a PrepObs below 1000 counts as 1000)
 	// instead of the whole data: no pass over all T observations, so the
 	// preparation's cost stops growing with T. The price is calibration:
 	// the anchor ĝ(u*) then carries the subset's sampling error, which
@@ -2082,7 +2083,14 @@ func negated(a []float64) []float64 {
 }
 
 // prepSubset reports whether PrepObs makes the preparation use a subset.
-func (f *fit) prepSubset() bool { return f.s.PrepObs > 0 && f.total > 2*f.s.PrepObs }
+// A PrepObs below one block counts as one block (subsetBlock): a subset
+// of PrepObs = 1 of 300 observations was empty, and the tiling panicked.
+func (f *fit) prepSubset() bool {
+	return f.s.PrepObs > 0 && f.total > 2*max(f.s.PrepObs, subsetBlock)
+}
+
+// subsetBlock is the length of the blocks a subset is made of.
+const subsetBlock = 1000
 
 // jacobianObs is the size of the subset the Jacobian uses on data more
 // than twice as long.
@@ -2096,21 +2104,24 @@ const subsetObs = 100000
 // spread evenly over the sequences, about n in all, and whose tilings are
 // scaled by total/n to estimate the whole data's score and information.
 func (f *fit) subset(n int) *fit {
-	const blk = 1000
+	const blk = subsetBlock
 	if f.scale != 0 {
 		return f.thin(n)
 	}
-	stride := max(blk, int(float64(blk)*float64(f.total)/float64(n)))
+	stride := max(blk, int(float64(blk)*float64(f.total)/float64(max(n, 1))))
 	var data ssm.Dataset
-	kept := 0
+	kept, short := 0, blk
 	for _, seq := range f.data.Sequences {
-		for start := 0; start+blk <= seq.Len(); start += stride {
-			data.Sequences = append(data.Sequences, ssm.Sequence{Obs: seq.Obs, Y: seq.Y[start*seq.Obs : (start+blk)*seq.Obs]})
-			kept += blk
+		// A sequence shorter than a block is one block.
+		b := min(blk, seq.Len())
+		for start := 0; b > 0 && start+b <= seq.Len(); start += stride {
+			data.Sequences = append(data.Sequences, ssm.Sequence{Obs: seq.Obs, Y: seq.Y[start*seq.Obs : (start+b)*seq.Obs]})
+			kept += b
+			short = min(short, b)
 		}
 	}
 	g := *f
-	g.data, g.total, g.short = data, kept, blk
+	g.data, g.total, g.short = data, kept, short
 	g.diff, g.diffOK = nil, false
 	g.scale = float64(f.total) / float64(kept)
 	g.log = func(format string, a ...any) { f.log("subset: "+format, a...) }

@@ -371,3 +371,36 @@ func lgssmSim(t testing.TB) ssm.Dataset {
 	}
 	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
 }
+
+// TestFitPrepObsSmall: a PrepObs below one block of the subset (1000
+// observations) counts as one block. PrepObs = 1 on 300 observations made
+// an empty subset and the tiling panicked ("ssm: invalid data: empty data
+// set"); on data too short for a subset it must be the fit without
+// PrepObs, and on sequences shorter than a block each is one block.
+func TestFitPrepObsSmall(t *testing.T) {
+	full := lgssmSim(t).Sequences[0]
+	ctx := context.Background()
+	short := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: full.Y[:300]}}}
+	set := sgmcmc.FitSettings{Seed: 1, KSDDraws: -1, Iterations: 50}
+	free, err := sgmcmc.Fit(ctx, models.LGSSM{}, short, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.PrepObs = 1
+	tiny, err := sgmcmc.Fit(ctx, models.LGSSM{}, short, set)
+	if err != nil {
+		t.Fatalf("PrepObs 1 on 300 observations: %v", err)
+	}
+	for c := range free.U {
+		if !slices.Equal(tiny.U[c], free.U[c]) {
+			t.Errorf("PrepObs 1 on 300 observations: chain %d differs from the fit without PrepObs", c)
+		}
+	}
+	var many ssm.Dataset // 9 sequences of 300 (overlapping): 2700 observations
+	for i := 0; i+300 <= len(full.Y); i += 200 {
+		many.Sequences = append(many.Sequences, ssm.Sequence{Obs: 1, Y: full.Y[i : i+300]})
+	}
+	if _, err := sgmcmc.Fit(ctx, models.LGSSM{}, many, set); err != nil {
+		t.Fatalf("PrepObs 1 on %d sequences of 300: %v", len(many.Sequences), err)
+	}
+}
