@@ -1,6 +1,7 @@
 package sgmcmc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -243,6 +244,12 @@ type FitSettings struct {
 	KSDDraws int
 }
 
+// maxNoiseProbes and maxChains bound FitSettings.NoiseProbes and Chains.
+const (
+	maxNoiseProbes = 100000
+	maxChains      = 4096
+)
+
 // maxKSDObs is the data size above which the KSD is skipped by default.
 const maxKSDObs = 100000
 
@@ -256,18 +263,20 @@ type fit struct {
 	trial bool
 	// resumed: the preparation was read from the checkpoint.
 	resumed bool
-	data    ssm.Dataset
-	dim     int
-	gset    gradient.Settings // the plain chains' filter
-	cvset   gradient.Settings // the control-variate chains' filter
-	aset    gradient.Settings // the anchor's filter (AnchorParticles)
-	u0      []float64         // starting point
-	gridB   int               // the buffer with the grid filter
-	short   int               // the shortest sequence's length
-	total   int               // the number of observations
-	scale   float64           // nonzero in a subset's fit: its scores are scaled by it
-	warm    []float64         // the warm-up's end
-	log     func(format string, a ...any)
+	// shrunk warns that S and B were cut to fit a short sequence.
+	shrunk string
+	data   ssm.Dataset
+	dim    int
+	gset   gradient.Settings // the plain chains' filter
+	cvset  gradient.Settings // the control-variate chains' filter
+	aset   gradient.Settings // the anchor's filter (AnchorParticles)
+	u0     []float64         // starting point
+	gridB  int               // the buffer with the grid filter
+	short  int               // the shortest sequence's length
+	total  int               // the number of observations
+	scale  float64           // nonzero in a subset's fit: its scores are scaled by it
+	warm   []float64         // the warm-up's end
+	log    func(format string, a ...any)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
@@ -474,6 +483,22 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	case s.Init != nil && len(s.Init) != len(model.ParamNames()):
 		return nil, bad("Init has %d values for %d parameters", len(s.Init), len(model.ParamNames()))
 	}
+	// Fit keeps every draw in memory (Posterior.U and Natural) and the
+	// noise probes' points: absurd counts are refused here, not met by an
+	// allocation that never returns (Iterations = MaxInt hung, and did
+	// not answer a cancelled context).
+	if s.Chains > maxChains {
+		return nil, bad("Chains = %d exceeds %d", s.Chains, maxChains)
+	}
+	if n := cmp.Or(s.Chains, 4); s.Iterations > 0 {
+		draws := float64(s.Iterations) / float64(max(s.Thin, 1)) * float64(n)
+		if need := draws * float64(2*len(model.ParamNames())) * 8; need > 4<<30 {
+			return nil, bad("Iterations = %d would keep %.3g draws (%.1f GB) in memory; the limit is 4 GB: lower Iterations or raise Thin", s.Iterations, draws, need/(1<<30))
+		}
+	}
+	if s.NoiseProbes > maxNoiseProbes {
+		return nil, bad("NoiseProbes = %d exceeds %d (each probe costs four gradients; the default 96 measures the noise to about 15%%)", s.NoiseProbes, maxNoiseProbes)
+	}
 	if s.S == 0 {
 		s.S = 40
 	}
@@ -485,12 +510,22 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		s.B = 0
 	}
 	// Short sequences: shrink S, then B, to fit the shortest one.
-	short := math.MaxInt
+	short, long := math.MaxInt, 0
 	for _, seq := range data.Sequences {
-		short = min(short, seq.Len())
+		short, long = min(short, seq.Len()), max(long, seq.Len())
 	}
+	askS, askB := s.S, s.B
 	s.S = min(s.S, short)
 	s.B = min(s.B, (short-s.S)/2)
+	var shrunk string
+	if (s.S < askS || s.B < askB) && long > s.S {
+		// Windows that no longer cover a whole sequence, with buffers
+		// shorter than asked: the gradient's buffer bias is back (a
+		// 300-step LGSSM series plus one of a single observation: S = 1,
+		// B = 0 everywhere, φ 0.667 ± 0.265 instead of 0.907 ± 0.031).
+		shrunk = fmt.Sprintf("the shortest sequence has %d observations, so every window was cut to S = %d, B = %d (asked: S = %d, B = %d) while the longest sequence has %d: "+
+			"the gradients of the long sequences lose their buffers and the posterior may be biased; drop or merge the short sequences, or fit them separately", short, s.S, s.B, askS, askB, long)
+	}
 	gridB := s.B
 	if autoB {
 		gridB = min(40, (short-s.S)/2)
@@ -537,7 +572,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 			s.KSDDraws = -1 // 50 full passes would dwarf the fit
 		}
 	}
-	f := &fit{s: s, model: model, user: model, data: data, dim: d.Param, gridB: gridB, short: short, total: total,
+	f := &fit{s: s, model: model, user: model, data: data, dim: d.Param, gridB: gridB, short: short, total: total, shrunk: shrunk,
 		gset: gradient.Settings{
 			Subsequencer: gradient.Subsequencer{S: s.S, B: s.B, Sampling: gradient.Uniform},
 			PF:           pf.Settings{N: s.N, Proposal: s.Proposal},

@@ -404,3 +404,59 @@ func TestFitPrepObsSmall(t *testing.T) {
 		t.Fatalf("PrepObs 1 on %d sequences of 300: %v", len(many.Sequences), err)
 	}
 }
+
+// TestFitAbsurdCounts: counts that would exhaust memory are refused at
+// once with an error naming them (Iterations = MaxInt and NoiseProbes =
+// 10⁹ hung, deaf to a cancelled context).
+func TestFitAbsurdCounts(t *testing.T) {
+	data := lgssmSim(t)
+	for name, set := range map[string]sgmcmc.FitSettings{
+		"Iterations":  {Iterations: math.MaxInt},
+		"NoiseProbes": {NoiseProbes: 1e9},
+		"Chains":      {Chains: 1e6},
+	} {
+		_, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data, set)
+		if !errors.Is(err, sgmcmc.ErrSettings) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want ErrSettings naming it", name, err)
+		}
+	}
+}
+
+// TestFitShortSequenceWarning: a data set whose shortest sequence forces
+// S and B down while a longer one is cut into unbuffered windows must
+// say so (a 300-step series plus one of a single observation: S = 1,
+// B = 0, and φ 0.667 ± 0.265 instead of 0.907 ± 0.031, silently); short
+// sequences that every window covers whole need no warning.
+func TestFitShortSequenceWarning(t *testing.T) {
+	y := lgssmSim(t).Sequences[0].Y
+	ctx := context.Background()
+	set := sgmcmc.FitSettings{Seed: 1, KSDDraws: -1, Iterations: 20, Chains: 2}
+	has := func(post *sgmcmc.Posterior) bool {
+		for _, w := range post.Warnings {
+			if strings.Contains(w, "every window was cut to S = 1, B = 0") {
+				return true
+			}
+		}
+		return false
+	}
+	mixed := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y[:300]}, {Obs: 1, Y: y[300:301]}}}
+	post, err := sgmcmc.Fit(ctx, models.LGSSM{}, mixed, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(post) {
+		t.Errorf("300 + 1 observations: no warning about the cut windows in %q", post.Warnings)
+	}
+	var panel ssm.Dataset // 20 sequences of 30: every window is a whole sequence
+	for i := range 20 {
+		panel.Sequences = append(panel.Sequences, ssm.Sequence{Obs: 1, Y: y[30*i : 30*i+30]})
+	}
+	if post, err = sgmcmc.Fit(ctx, models.LGSSM{}, panel, set); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range post.Warnings {
+		if strings.Contains(w, "every window was cut") {
+			t.Errorf("20 sequences of 30: %q", w)
+		}
+	}
+}
