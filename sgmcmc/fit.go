@@ -265,6 +265,8 @@ type fit struct {
 	resumed bool
 	// shrunk warns that S and B were cut to fit a short sequence.
 	shrunk string
+	// dataWarn is what the model's ssm.DataChecker said of the data.
+	dataWarn []string
 	data   ssm.Dataset
 	dim    int
 	gset   gradient.Settings // the plain chains' filter
@@ -423,7 +425,10 @@ type ProposalComponent struct {
 //     deterministic filter (FullGradient): exact
 //     Metropolis–Hastings chains whose independence proposal is fitted by
 //     adaptive importance sampling and refitted to their draws (doc.go);
-//  4. a summary with diagnostics and warnings (Posterior).
+//  4. a summary with diagnostics and warnings (Posterior), the data's
+//     first when the model checks them (ssm.DataChecker: the shipped
+//     models warn about constant data, a scale their default priors do
+//     not expect, and zeros under the SVM).
 //
 // The error is non-nil only when no posterior can be reported; problems
 // that leave draws (chains stopped, budget exhausted) become warnings.
@@ -432,6 +437,12 @@ func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) 
 	f, err := newFit(model, data, s)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := model.(ssm.DataChecker); ok {
+		f.dataWarn = c.CheckData(data)
+		for _, w := range f.dataWarn {
+			f.log("warning: %s", w)
+		}
 	}
 	if err := f.prepare(ctx); err != nil {
 		return nil, err

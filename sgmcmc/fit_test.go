@@ -460,3 +460,30 @@ func TestFitShortSequenceWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestFitDataWarnings: Fit reports what the model's ssm.DataChecker says
+// of the data, first among the warnings (only examples/fit used to print
+// them: a library user fitting returns in fractions heard nothing).
+func TestFitDataWarnings(t *testing.T) {
+	y := slices.Clone(lgssmSim(t).Sequences[0].Y)
+	for i := range y {
+		y[i] *= 0.01
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}}
+	var progress strings.Builder
+	post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data,
+		sgmcmc.FitSettings{Exact: true, Seed: 1, KSDDraws: -1, Iterations: 20, Chains: 2, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := models.LGSSM{}.CheckData(data)
+	if len(want) != 1 || !strings.HasPrefix(want[0], "the data's sd is 0.0") {
+		t.Fatalf("CheckData: %q", want)
+	}
+	if len(post.Warnings) == 0 || post.Warnings[0] != want[0] {
+		t.Errorf("warnings %q, want %q first", post.Warnings, want[0])
+	}
+	if !strings.Contains(progress.String(), "fit: warning: "+want[0]) {
+		t.Errorf("the progress log does not carry the data warning")
+	}
+}

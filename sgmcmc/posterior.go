@@ -307,6 +307,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	if f.shrunk != "" {
 		post.Warnings = append(post.Warnings, f.shrunk)
 	}
+	post.Warnings = append(slices.Clip(f.dataWarn), post.Warnings...)
 	if dc := pr.Discretisation; dc != nil {
 		if k, v := argMaxAbs(dc.Shift); v > discretisationMaxShift {
 			post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and the correction towards its finer scorer "+

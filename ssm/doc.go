@@ -85,6 +85,7 @@
 //   - StateSmoother (Model): exact filtered and smoothed state moments.
 //   - Rebinder (Kernel), Starter (Model), Volatility (Kernel): in-place
 //     rebinding, a starting point, the volatility of a state.
+//   - DataChecker (Model): warnings about the data for this model.
 //
 // "Writing your own model" below says which algorithms each one unlocks.
 //
@@ -150,7 +151,10 @@
 //     sgmcmc.Posterior.States and Forecast;
 //   - [Rebinder]: re-target a kernel in place so estimators allocate
 //     nothing per iteration; [Starter]: a data-based starting point for
-//     sgmcmc.Fit; [Volatility]: the volatility reported by States.
+//     sgmcmc.Fit; [Volatility]: the volatility reported by States;
+//     [DataChecker]: what the data say against the model (a scale its
+//     prior does not expect, say), which sgmcmc.Fit logs before it starts
+//     and puts first in the posterior's warnings.
 //
 // Testing a model. Package [github.com/pbsgmcmc/pbsgmcmc/ssm/ssmtest] checks
 // a model against independent numerical answers: ssmtest.Model runs

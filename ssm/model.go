@@ -161,3 +161,13 @@ type Rebinder interface {
 type Starter interface {
 	Start(u []float64, data Dataset) error
 }
+
+// DataChecker is an optional Model capability: CheckData returns what the
+// data say against fitting the model as it is (its prior's scale, data
+// the model cannot explain), one sentence per problem, or nil. Fitting
+// procedures report them before they start and with the posterior: a
+// mis-scaled series (returns in fractions under priors for percent) fits
+// for many minutes to a posterior that only reflects the prior.
+type DataChecker interface {
+	CheckData(data Dataset) []string
+}

@@ -128,12 +128,6 @@ func loadData(c *config) (ssm.Dataset, error) {
 
 var modelNamed = map[string]ssm.Model{"lgssm": models.LGSSM{}, "svm": models.SVM{}, "garch": models.GARCH{}}
 
-// dataWarnings returns what the data say against the default priors
-// (models.DataWarnings).
-func dataWarnings(model string, data ssm.Dataset) []string {
-	return models.DataWarnings(modelNamed[model], data)
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
@@ -152,10 +146,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	m, proposal := c.proposal.Apply(base)
 	c.set.Proposal = proposal
-	warnings := dataWarnings(c.model, data)
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, "fit: warning:", w)
-	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
@@ -180,7 +170,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := csvFile.Close(); err != nil {
 		return err
 	}
-	post.Warnings = append(warnings, post.Warnings...)
 	if err := report.TracePNG(filepath.Join(c.out, "trace.png"), names, post.Natural, nil); err != nil {
 		return err
 	}

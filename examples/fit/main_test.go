@@ -544,3 +544,10 @@ func runJSONArgs(args []string) (string, error) {
 	err := run(context.Background(), args, &stdout, io.Discard)
 	return stdout.String(), err
 }
+
+// dataWarnings returns what the data say against the default priors of
+// the named model (the warnings sgmcmc.Fit reports through the models'
+// ssm.DataChecker).
+func dataWarnings(model string, data ssm.Dataset) []string {
+	return modelNamed[model].(ssm.DataChecker).CheckData(data)
+}
