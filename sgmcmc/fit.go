@@ -267,18 +267,18 @@ type fit struct {
 	shrunk string
 	// dataWarn is what the model's ssm.DataChecker said of the data.
 	dataWarn []string
-	data   ssm.Dataset
-	dim    int
-	gset   gradient.Settings // the plain chains' filter
-	cvset  gradient.Settings // the control-variate chains' filter
-	aset   gradient.Settings // the anchor's filter (AnchorParticles)
-	u0     []float64         // starting point
-	gridB  int               // the buffer with the grid filter
-	short  int               // the shortest sequence's length
-	total  int               // the number of observations
-	scale  float64           // nonzero in a subset's fit: its scores are scaled by it
-	warm   []float64         // the warm-up's end
-	log    func(format string, a ...any)
+	data     ssm.Dataset
+	dim      int
+	gset     gradient.Settings // the plain chains' filter
+	cvset    gradient.Settings // the control-variate chains' filter
+	aset     gradient.Settings // the anchor's filter (AnchorParticles)
+	u0       []float64         // starting point
+	gridB    int               // the buffer with the grid filter
+	short    int               // the shortest sequence's length
+	total    int               // the number of observations
+	scale    float64           // nonzero in a subset's fit: its scores are scaled by it
+	warm     []float64         // the warm-up's end
+	log      func(format string, a ...any)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
