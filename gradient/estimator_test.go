@@ -295,7 +295,7 @@ func TestDatasetUnbiased(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	var data ssm.Dataset
 	want := make([]float64, 3)
-	for _, T := range []int{30, 50, 80} {
+	for _, T := range []int{30, 50, 80, 3} { // 3 < S below: one whole window
 		_, y, _ := m.Simulate(T, u, rng)
 		data.Sequences = append(data.Sequences, y)
 		if _, err := m.ExactScore(want, u, y, ssm.Full(T)); err != nil {
@@ -316,8 +316,19 @@ func TestDatasetUnbiased(t *testing.T) {
 			t.Errorf("AllSequences: %v, want %v", g, want)
 		}
 	}
-	for _, choice := range []gradient.Choice{gradient.ByLength, gradient.UniformSequence} {
-		e, err := gradient.New(m, data, gradient.Settings{Subsequencer: gradient.Subsequencer{Sampling: gradient.Full}, Exact: true, Choice: choice, Draws: 2})
+	// Full sampling, and subsequences of S = 10 with buffers that span every
+	// sequence (so each window's terms are the full sequence's), where the
+	// sequence of 3 is one whole window.
+	for _, c := range []struct {
+		choice gradient.Choice
+		q      gradient.Subsequencer
+	}{
+		{gradient.ByLength, gradient.Subsequencer{Sampling: gradient.Full}},
+		{gradient.UniformSequence, gradient.Subsequencer{Sampling: gradient.Full}},
+		{gradient.ByLength, gradient.Subsequencer{S: 10, B: 100}},
+	} {
+		choice := c.choice
+		e, err := gradient.New(m, data, gradient.Settings{Subsequencer: c.q, Exact: true, Choice: choice, Draws: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +345,7 @@ func TestDatasetUnbiased(t *testing.T) {
 		mean, se := meanSE(rs)
 		for j := range mean {
 			if z := (mean[j] - want[j]) / se[j]; math.Abs(z) > 4 {
-				t.Errorf("%v coordinate %d: mean %.4f ± %.4f, want %.4f", choice, j, mean[j], se[j], want[j])
+				t.Errorf("%v %+v coordinate %d: mean %.4f ± %.4f, want %.4f", choice, c.q, j, mean[j], se[j], want[j])
 			}
 		}
 	}
@@ -347,7 +358,6 @@ func TestEstimatorErrors(t *testing.T) {
 		s    gradient.Settings
 		want error
 	}{
-		"S>T":      {gradient.Settings{Subsequencer: gradient.Subsequencer{S: 101}}, gradient.ErrSubsequence},
 		"B<0":      {gradient.Settings{Subsequencer: gradient.Subsequencer{S: 10, B: -1}}, gradient.ErrSubsequence},
 		"N<0":      {gradient.Settings{Subsequencer: gradient.Subsequencer{S: 10}, PF: pf.Settings{N: -1}}, pf.ErrSettings},
 		"noExact":  {gradient.Settings{Subsequencer: gradient.Subsequencer{S: 10}, Exact: true}, gradient.ErrNoExact},

@@ -44,7 +44,11 @@ var (
 )
 
 // Subsequencer draws buffered subsequences: S* = S padded by B steps on each
-// side, truncated at the sequence ends (paper section 2.2).
+// side, truncated at the sequence ends (paper section 2.2). A sequence
+// shorter than S is one subsequence, the whole sequence, kept with weight
+// 1: in a data set of sequences of different lengths the long ones keep
+// their S and B (cutting S and B to the shortest sequence took the long
+// ones' buffers away).
 type Subsequencer struct {
 	S, B     int // subsequence and buffer lengths (S ignored for Full)
 	Sampling Sampling
@@ -61,37 +65,41 @@ func (q Subsequencer) Check(T int) error {
 		return fmt.Errorf("%w: unknown sampling %v", ErrSubsequence, q.Sampling)
 	case q.S < 1:
 		return fmt.Errorf("%w: subsequence length S = %d must be at least 1", ErrSubsequence, q.S)
-	case q.S > T:
-		return fmt.Errorf("%w: subsequence length S = %d exceeds sequence length T = %d", ErrSubsequence, q.S, T)
 	case q.B < 0:
 		return fmt.Errorf("%w: buffer length B = %d is negative", ErrSubsequence, q.B)
 	}
 	return nil
 }
 
+// length returns the subsequence length in a sequence of length T:
+// S, or T when the sequence is shorter.
+func (q Subsequencer) length(T int) int { return min(q.S, T) }
+
 // positions returns how many subsequences can be drawn.
 func (q Subsequencer) positions(T int) int {
+	s := q.length(T)
 	switch q.Sampling {
 	case Full:
 		return 1
 	case Strict:
-		return (T + q.S - 1) / q.S
+		return (T + s - 1) / s
 	}
-	return T - q.S + 1
+	return T - s + 1
 }
 
 // window fills w for the position-th subsequence, reusing w.Weights.
 func (q Subsequencer) window(w *ssm.Window, T, position int) {
 	var start, end int
+	s := q.length(T)
 	switch q.Sampling {
 	case Full:
 		*w = ssm.Full(T)
 		return
 	case Strict:
-		start = position * q.S
-		end = min(start+q.S, T)
+		start = position * s
+		end = min(start+s, T)
 	default:
-		start, end = position, position+q.S
+		start, end = position, position+s
 	}
 	weights := w.Weights
 	if cap(weights) < end-start {
@@ -114,7 +122,8 @@ func (q Subsequencer) cover(t, T int) int {
 	if q.Sampling != Uniform {
 		return 1
 	}
-	return min(t, T-q.S) - max(0, t-q.S+1) + 1
+	s := q.length(T)
+	return min(t, T-s) - max(0, t-s+1) + 1
 }
 
 // Draw samples a buffered subsequence of a sequence of length T into w.

@@ -24,6 +24,8 @@ func TestSubsequencerUnbiased(t *testing.T) {
 			{S: 1, B: 0, Sampling: Uniform}, {S: min(5, T), B: 3, Sampling: Uniform},
 			{S: T, B: 2, Sampling: Uniform}, {S: min(6, T), B: 1, Sampling: Strict},
 			{S: min(40, T), B: 10, Sampling: Strict}, {Sampling: Full},
+			// S > T: the whole sequence, once, weight 1.
+			{S: T + 3, B: 2, Sampling: Uniform}, {S: 2*T + 1, B: 0, Sampling: Strict},
 		} {
 			if err := q.Check(T); err != nil {
 				t.Fatal(err)
@@ -41,6 +43,18 @@ func TestSubsequencerUnbiased(t *testing.T) {
 					got += p * w.Weight(t) * a[t]
 				}
 			})
+			if q.S > T && q.Sampling != Full {
+				n := 0
+				q.Enumerate(T, func(w ssm.Window, p float64) {
+					n++
+					if w.Start != 0 || w.End != T || w.KeepStart != 0 || w.KeepEnd != T || p != 1 || w.Weight(0) != 1 {
+						t.Errorf("%+v T=%d: window %+v with probability %v, want the whole sequence, weight 1, probability 1", q, T, w, p)
+					}
+				})
+				if n != 1 {
+					t.Errorf("%+v T=%d: %d windows, want 1", q, T, n)
+				}
+			}
 			if math.Abs(probSum-1) > 1e-12 || math.Abs(got-want) > 1e-10*(1+math.Abs(want)) {
 				t.Errorf("%+v T=%d: Σ p = %v, E[Σ w a] = %v, want %v", q, T, probSum, got, want)
 			}
@@ -92,7 +106,6 @@ func TestSubsequencerErrors(t *testing.T) {
 		q Subsequencer
 		T int
 	}{
-		{Subsequencer{S: 11, B: 0}, 10},
 		{Subsequencer{S: 0, B: 0}, 10},
 		{Subsequencer{S: 3, B: -1}, 10},
 		{Subsequencer{S: 3, Sampling: Sampling(9)}, 10},

@@ -96,7 +96,8 @@ func (g Gradient) String() string {
 type FitSettings struct {
 	// S and B are the subsequence and buffer lengths (0: 40, and B 40
 	// with the grid filter, 10 with particles; a negative B means no
-	// buffer). They are lowered to fit a sequence shorter than S + 2B.
+	// buffer). A sequence shorter than S is one window, the whole
+	// sequence; the buffers are truncated at the sequence ends.
 	// The grid filter's windows are cheap and exact, and on the DAX SVM
 	// its buffered τ score at B = 10 is 4.5 above the B = ∞ value (about
 	// 0.27 posterior sd of τ), at B = 40 within 0.06.
@@ -263,8 +264,6 @@ type fit struct {
 	trial bool
 	// resumed: the preparation was read from the checkpoint.
 	resumed bool
-	// shrunk warns that S and B were cut to fit a short sequence.
-	shrunk string
 	// dataWarn is what the model's ssm.DataChecker said of the data.
 	dataWarn []string
 	data     ssm.Dataset
@@ -520,26 +519,15 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 	case s.B < 0:
 		s.B = 0
 	}
-	// Short sequences: shrink S, then B, to fit the shortest one.
-	short, long := math.MaxInt, 0
+	// Sequences shorter than S are each one whole window
+	// (gradient.Subsequencer); the others keep S and B.
+	short := math.MaxInt
 	for _, seq := range data.Sequences {
-		short, long = min(short, seq.Len()), max(long, seq.Len())
-	}
-	askS, askB := s.S, s.B
-	s.S = min(s.S, short)
-	s.B = min(s.B, (short-s.S)/2)
-	var shrunk string
-	if (s.S < askS || s.B < askB) && long > s.S {
-		// Windows that no longer cover a whole sequence, with buffers
-		// shorter than asked: the gradient's buffer bias is back (a
-		// 300-step LGSSM series plus one of a single observation: S = 1,
-		// B = 0 everywhere, φ 0.667 ± 0.265 instead of 0.907 ± 0.031).
-		shrunk = fmt.Sprintf("the shortest sequence has %d observations, so every window was cut to S = %d, B = %d (asked: S = %d, B = %d) while the longest sequence has %d: "+
-			"the gradients of the long sequences lose their buffers and the posterior may be biased; drop or merge the short sequences, or fit them separately", short, s.S, s.B, askS, askB, long)
+		short = min(short, seq.Len())
 	}
 	gridB := s.B
 	if autoB {
-		gridB = min(40, (short-s.S)/2)
+		gridB = 40
 	}
 	if s.N == 0 {
 		s.N = 1000
@@ -583,7 +571,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 			s.KSDDraws = -1 // 50 full passes would dwarf the fit
 		}
 	}
-	f := &fit{s: s, model: model, user: model, data: data, dim: d.Param, gridB: gridB, short: short, total: total, shrunk: shrunk,
+	f := &fit{s: s, model: model, user: model, data: data, dim: d.Param, gridB: gridB, short: short, total: total,
 		gset: gradient.Settings{
 			Subsequencer: gradient.Subsequencer{S: s.S, B: s.B, Sampling: gradient.Uniform},
 			PF:           pf.Settings{N: s.N, Proposal: s.Proposal},

@@ -103,7 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
-// loadData reads the data set and checks that every sequence fits S + 2B.
+// loadData reads the data set and checks that every sequence has an
+// observed value.
 // The mapping of a .bin file lives as long as the process.
 func loadData(c *config) (ssm.Dataset, error) {
 	data, _, err := ssm.DataFile{Path: c.data, ID: c.id, Column: c.col}.Open()
@@ -113,14 +114,10 @@ func loadData(c *config) (ssm.Dataset, error) {
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate: %w", c.data, err)
 	}
-	B := max(c.set.B, 0)
+	// A sequence shorter than S is one whole window (gradient.Subsequencer).
 	for j, seq := range data.Sequences {
 		if !seq.Observed(0, seq.Len()) {
 			return data, fmt.Errorf("%s: sequence %d has no observed values (every cell is missing)", c.data, j)
-		}
-		if need := c.set.S + 2*B; need > seq.Len() {
-			return data, fmt.Errorf("S + 2B = %d + 2·%d = %d exceeds the length %d of sequence %d in %s (lower -S or -B)",
-				c.set.S, B, need, seq.Len(), j, c.data)
 		}
 	}
 	return data, nil

@@ -301,7 +301,6 @@ func TestBadInput(t *testing.T) {
 		// sgmcmc.Fit checks the settings' values after the data are read.
 		{"step too large", []string{"-data", daxPath, "-step", "1"}, "StepSize = 1 must be in [0, 1)"},
 		{"negative thin", []string{"-data", daxPath, "-thin", "-1"}, "Thin must not be negative"},
-		{"S + 2B > T", []string{"-data", short, "-B", "10"}, "S + 2B = 40 + 2·10 = 60 exceeds the length 50"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
 		{"nodes needs garch", []string{"-nodes", "128"}, "-nodes needs -model garch"},
 		{"too few nodes", []string{"-model", "garch", "-data", daxPath, "-nodes", "8"}, "GARCH.Nodes = 8: want 0 (64 nodes) or 16 to 1024"},
