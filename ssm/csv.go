@@ -46,9 +46,14 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // number, a *ParseError on line 1, not a header. A header whose names all
 // look like numbers is read as data. Whitespace around a cell is ignored.
 // The cells "", "NA" (any case) and "NaN" (any case) mark a missing
-// component and become NaN. Blank lines are skipped (so in a one-column
-// file write a missing value as NA, not as an empty line). A leading UTF-8
-// byte order mark is ignored. Numbers are read with strconv.ParseFloat.
+// component and become NaN. In a one-column file an empty cell is an
+// empty line, so there a blank line after the header (or from the start,
+// without one) and before the last data row is a missing value (pandas'
+// to_csv of a series with gaps writes them so; skipping them would shift
+// every later observation in time); trailing blank lines are ignored. In
+// a file of several columns blank lines are skipped (a missing row is
+// ",,"). A leading UTF-8 byte order mark is ignored. Numbers are read
+// with strconv.ParseFloat.
 //
 // Every row must have as many cells as the first. A non-numeric cell, a
 // ragged row, an infinite value (Inf, 1e999), input with no data rows or a
@@ -225,6 +230,14 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 	}
 
 	res := csvResult{obs: obs}
+	// prev is the line of the last row read (header or data); in a
+	// one-column file without ids the lines skipped between rows are
+	// blank: missing values.
+	oneColumn := width == 1 && idCol < 0
+	prev := 0
+	if header {
+		prev = line
+	}
 	var index map[string]int
 	if idCol >= 0 {
 		index = make(map[string]int)
@@ -260,6 +273,13 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				}
 			}
 			y := res.seqs[k]
+			if oneColumn {
+				for ; prev+1 < line; prev++ {
+					y = append(y, math.NaN())
+					rows++
+				}
+				prev = line
+			}
 			for i, cell := range rec {
 				if i == idCol {
 					continue

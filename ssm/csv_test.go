@@ -44,7 +44,12 @@ func TestReadCSV(t *testing.T) {
 			[]float64{1, 2, nan, nan, 3, nan, nan, nan}},
 		{"header with a missing cell", ",x\n1,2\n", 2, []float64{1, 2}},
 		{"whitespace around cells", "  1.5 ,\t-2 \n", 2, []float64{1.5, -2}},
-		{"blank lines skipped", "\n1\n\n2\n\n", 1, []float64{1, 2}},
+		// One column: an empty cell is an empty line, a missing value
+		// (pandas writes a series' gaps so); trailing blank lines are not.
+		{"one column: blank lines are missing", "\n1\n\n2\n\n", 1, []float64{nan, 1, nan, 2}},
+		{"one column with header: gaps as pandas writes them", "y\n\n1.5\n\n\n2\n\r\n", 1, []float64{nan, 1.5, nan, nan, 2}},
+		{"one column CRLF gaps", "1\r\n\r\n2\r\n", 1, []float64{1, nan, 2}},
+		{"several columns: blank lines skipped", "\n1,2\n\n3,4\n\n", 2, []float64{1, 2, 3, 4}},
 		{"blank-looking line is a missing value", "1\n \n2\n", 1, []float64{1, nan, 2}},
 		{"quoted empty is missing", "1\n\"\"\n", 1, []float64{1, nan}},
 		{"byte order mark, no header", "\uFEFF1,2\n", 2, []float64{1, 2}},
