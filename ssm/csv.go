@@ -50,7 +50,8 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // empty line, so there a blank line after the header (or from the start,
 // without one) and before the last data row is a missing value (pandas'
 // to_csv of a series with gaps writes them so; skipping them would shift
-// every later observation in time); trailing blank lines are ignored. In
+// every later observation in time); trailing blank lines (and lines of
+// spaces, or an empty quoted cell, at the end) are ignored. In
 // a file of several columns blank lines are skipped (a missing row is
 // ",,"). A leading UTF-8 byte order mark is ignored. Numbers are read
 // with strconv.ParseFloat.
@@ -273,7 +274,8 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				}
 			}
 			y := res.seqs[k]
-			if oneColumn {
+			blank := oneColumn && strings.TrimSpace(rec[0]) == ""
+			if oneColumn && !blank {
 				for ; prev+1 < line; prev++ {
 					y = append(y, math.NaN())
 					rows++
@@ -281,6 +283,11 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				prev = line
 			}
 			for i, cell := range rec {
+				if blank {
+					// A whitespace-only line is a blank line: missing
+					// when a data row follows, ignored at the end.
+					break
+				}
 				if i == idCol {
 					continue
 				}
@@ -292,7 +299,9 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				y = append(y, v)
 			}
 			res.seqs[k] = y
-			rows++
+			if !blank {
+				rows++
+			}
 		}
 		header = false
 
