@@ -74,7 +74,7 @@ func dataWarnings(m ssm.Model, data ssm.Dataset) []string {
 	case n == 0:
 		return []string{"the data hold no observed values: the posterior is the prior's"}
 	case constant:
-		return []string{"the data are constant: they carry no information about the dynamics, and the posterior is the prior's"}
+		return []string{"the data are constant: they say nothing about the dynamics (the posterior of the state's parameters is close to their prior) and the fit is unlikely to be meaningful"}
 	}
 	var warn []string
 	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior {

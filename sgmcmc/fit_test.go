@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -485,5 +486,73 @@ func TestFitDataWarnings(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "fit: warning: "+want[0]) {
 		t.Errorf("the progress log does not carry the data warning")
+	}
+}
+
+// cancelAt is a Recorder that cancels the fit's context when any chain
+// reaches an iteration (Run's workers take the chains in an order of
+// their own: the first to get there is in the first wave).
+type cancelAt struct {
+	iter   int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAt) Init(sgmcmc.Info) error { return nil }
+func (c *cancelAt) Record(d *sgmcmc.Draw) error {
+	if d.Iter >= c.iter {
+		c.cancel()
+	}
+	return nil
+}
+func (c *cancelAt) Done(*sgmcmc.Result) error { return nil }
+
+// TestFitGuards: settings that used to give a wrong answer, a run that
+// ignored its budget or a late failure are refused at once or reported:
+// an anchor filter smaller than the chains' (its particle bias moved φ by
+// 5 posterior sds, R-hat ≤ 1.01); Thin beyond its bound and Iterations ×
+// Thin overflowing (which read as "Iterations −4611686018427387904 is
+// negative"); a checkpoint in a missing directory (which failed after the
+// preparation); a 1 ns budget (a chain budget rounded to 0 meant none, and
+// every planned iteration ran: now no draw, and an error that says why); an
+// interrupt before some chains started
+// (the summary used 2 of 4 chains with no word of the others).
+func TestFitGuards(t *testing.T) {
+	data := lgssmSim(t)
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		set  sgmcmc.FitSettings
+		want string
+	}{
+		"anchor":     {sgmcmc.FitSettings{AnchorParticles: 10}, "AnchorParticles = 10 is below the chains' N = 1000"},
+		"thin":       {sgmcmc.FitSettings{Thin: 1e9}, "Thin = 1000000000 exceeds"},
+		"overflow":   {sgmcmc.FitSettings{Iterations: 1 << 60, Thin: 100}, "overflows"},
+		"checkpoint": {sgmcmc.FitSettings{Checkpoint: filepath.Join(t.TempDir(), "missing", "ck")}, "cannot write next to"},
+	} {
+		_, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, c.set)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to say %q", name, err, c.want)
+		}
+	}
+
+	_, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, sgmcmc.FitSettings{Exact: true, Seed: 1, KSDDraws: -1, MaxTime: time.Nanosecond})
+	if err == nil || !strings.Contains(err.Error(), "the time budget (MaxTime 1ns) ran out before the first draw") {
+		t.Errorf("1 ns budget: err = %v", err)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	post, err := sgmcmc.Fit(cctx, models.LGSSM{}, data, sgmcmc.FitSettings{Exact: true, Seed: 1, KSDDraws: -1, Chains: 4, Workers: 2,
+		Recorder: &cancelAt{iter: 20, cancel: cancel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first wave's other chain may not have recorded a draw yet.
+	found := false
+	for _, w := range post.Warnings {
+		found = found || strings.HasPrefix(w, "chains [") && strings.HasSuffix(w, fmt.Sprintf(
+			"have no draws (stopped before they started: 2 workers run the 4 chains in turn): the summary uses %d of 4 chains", len(post.U)))
+	}
+	if !found || len(post.U) > 2 {
+		t.Errorf("interrupted in the first wave: %d chains, warnings %q", len(post.U), post.Warnings)
 	}
 }

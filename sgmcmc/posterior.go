@@ -270,14 +270,22 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	for _, c := range post.U {
 		post.Iterations = max(post.Iterations, len(c)/f.dim*f.s.Thin)
 	}
-	// Drop chains without draws.
+	// Drop chains without draws (Run's workers take the chains in waves:
+	// an interrupt or a budget can stop the run before the last ones).
 	var us, nat [][]float64
+	var empty []int
 	for c := range post.U {
 		if len(post.U[c]) > 0 {
 			us, nat = append(us, post.U[c]), append(nat, post.Natural[c])
+		} else {
+			empty = append(empty, c)
 		}
 	}
 	post.U, post.Natural = us, nat
+	if len(empty) > 0 && len(us) > 0 {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("chains %v have no draws (stopped before they started: %d workers run the %d chains in turn): the summary uses %d of %d chains",
+			empty, f.s.Workers, f.s.Chains, len(us), f.s.Chains))
+	}
 	if post.Draws() == 0 {
 		if f.s.Checkpoint != "" && runErr == nil && res.Status == IterationLimit {
 			return nil, fmt.Errorf("%w: its draws are in the recorder's output; remove %s and %s.prep to fit again",
@@ -285,6 +293,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		if runErr != nil {
 			return nil, fmt.Errorf("sgmcmc: no draws kept: %w", runErr)
+		}
+		if res.Status == RuntimeLimit {
+			return nil, fmt.Errorf("sgmcmc: no draws kept: the time budget (MaxTime %v) ran out before the first draw", f.s.MaxTime)
 		}
 		return nil, fmt.Errorf("sgmcmc: no draws kept: the chains stopped after %d iterations", post.Iterations)
 	}
@@ -364,7 +375,9 @@ func (f *fit) chainBudget(used time.Duration) time.Duration {
 		return -1
 	}
 	waves := (f.s.Chains + f.s.Workers - 1) / f.s.Workers
-	return left / time.Duration(waves)
+	// At least 1 ns: Runtime 0 would mean no budget (MaxTime = 1 ns ran
+	// every planned iteration).
+	return max(left/time.Duration(waves), 1)
 }
 
 // chainIterations returns the fewest and the most sampling iterations

@@ -55,7 +55,10 @@ func (o *stateOpts) split(data ssm.Dataset) (ssm.Dataset, error) {
 	}
 	seq := data.Sequences[0]
 	T, H := seq.Len(), o.holdout
-	if H < 0 || H > T-10 {
+	if H < 0 {
+		return data, fmt.Errorf("-holdout = %d: the number of held-out rows must be positive (0: none)", H)
+	}
+	if H > T-10 {
 		return data, fmt.Errorf("-holdout = %d: it must leave at least 10 of the %d rows of the first sequence to fit", H, T)
 	}
 	o.held = ssm.Sequence{Obs: seq.Obs, Y: seq.Y[(T-H)*seq.Obs:]}
