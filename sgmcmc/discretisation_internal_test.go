@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,8 +360,9 @@ func TestDiscretisationValid(t *testing.T) {
 
 // TestModelKey: the checkpoint fingerprint tells models apart by their
 // settings when those print the same in every process (GARCH's Nodes, so
-// that a resumed fit with other nodes does not reuse a preparation), and
-// by type alone when a pointer is inside.
+// that a resumed fit with other nodes does not reuse a preparation; a
+// prior by value or behind a pointer), and by type alone when a function
+// is inside.
 func TestModelKey(t *testing.T) {
 	a, b := modelKey(models.GARCH{}), modelKey(models.GARCH{Nodes: 128})
 	if a == b || !strings.Contains(b, "Nodes:128") {
@@ -371,10 +373,26 @@ func TestModelKey(t *testing.T) {
 	if p1 != p2 {
 		t.Errorf("the same model: keys %q and %q", p1, p2)
 	}
-	x, y := 1, 1
-	if k1, k2 := modelKey(ptrModel{p: &x}), modelKey(ptrModel{p: &y}); k1 != "sgmcmc.ptrModel" || k1 != k2 {
-		t.Errorf("a model holding a pointer: keys %q and %q, want its type alone", k1, k2)
+	x, y, z := 1, 1, 2
+	k1, k2, k3 := modelKey(ptrModel{p: &x}), modelKey(ptrModel{p: &y}), modelKey(ptrModel{p: &z})
+	if k1 != k2 || k1 == k3 || !strings.Contains(k1, "p:&1") {
+		t.Errorf("a model holding a pointer to 1, to another 1 and to 2: keys %q, %q and %q", k1, k2, k3)
 	}
+	q1, q2 := models.DefaultGARCHPrior(), models.DefaultGARCHPrior()
+	q2.Marginals = slices.Clone(q2.Marginals) // not the package's own slice
+	q2.Marginals[0] = models.Uniform{Lo: 0, Hi: 3}
+	if modelKey(models.GARCH{Prior: &q1}) == modelKey(models.GARCH{Prior: &q2}) {
+		t.Errorf("GARCH with priors by pointer that differ: the same key %q", modelKey(models.GARCH{Prior: &q1}))
+	}
+	if k := modelKey(fnModel{f: func() {}}); k != "sgmcmc.fnModel" {
+		t.Errorf("a model holding a function: key %q, want its type alone", k)
+	}
+}
+
+// fnModel is a model holding a function (no key but its type).
+type fnModel struct {
+	models.LGSSM
+	f func()
 }
 
 // ptrModel is a model holding a pointer (printed as an address).

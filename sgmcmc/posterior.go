@@ -632,39 +632,69 @@ func (f *fit) loadPreparation() (bool, error) {
 }
 
 // modelKey identifies a model for the fingerprint: its type, and its
-// settings (GARCH's Nodes, a prior given by value) when they print the
-// same in every process (no pointers, functions, maps or channels inside).
+// settings (GARCH's Nodes, a prior given by value or by pointer) when
+// they print the same in every process: pointers are followed, and a
+// function, map or channel inside leaves the type alone. (Pointers used
+// to leave the type alone too: a resumed fit with another prior passed by
+// pointer reused the checkpoint.)
 func modelKey(m ssm.Model) string {
-	if plainValue(reflect.ValueOf(m)) {
-		return fmt.Sprintf("%T%+v", m, m)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%T", m)
+	if !writeKey(&b, reflect.ValueOf(m), 0) {
+		return fmt.Sprintf("%T", m)
 	}
-	return fmt.Sprintf("%T", m)
+	return b.String()
 }
 
-// plainValue reports whether v holds only numbers, strings, and arrays,
-// slices, structs and interfaces of them.
-func plainValue(v reflect.Value) bool {
+// writeKey writes v to b, following pointers (to a depth of 32), and
+// reports false when v holds something that does not print the same in
+// every process (functions, maps, channels, unsafe pointers, cycles).
+func writeKey(b *strings.Builder, v reflect.Value, depth int) bool {
+	if depth > 32 {
+		return false
+	}
 	switch v.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		fmt.Fprintf(b, "%v", v)
 		return true
 	case reflect.Array, reflect.Slice:
+		b.WriteByte('[')
 		for i := range v.Len() {
-			if !plainValue(v.Index(i)) {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if !writeKey(b, v.Index(i), depth+1) {
 				return false
 			}
 		}
+		b.WriteByte(']')
 		return true
 	case reflect.Struct:
+		b.WriteByte('{')
 		for i := range v.NumField() {
-			if !plainValue(v.Field(i)) {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(v.Type().Field(i).Name + ":")
+			if !writeKey(b, v.Field(i), depth+1) {
 				return false
 			}
 		}
+		b.WriteByte('}')
 		return true
-	case reflect.Interface:
-		return v.IsNil() || plainValue(v.Elem())
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return true
+		}
+		if v.Kind() == reflect.Pointer {
+			b.WriteByte('&')
+		} else {
+			fmt.Fprintf(b, "%v", v.Elem().Type())
+		}
+		return writeKey(b, v.Elem(), depth+1)
 	}
 	return false
 }
