@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -182,8 +183,9 @@ func (f DataFile) Open() (Dataset, io.Closer, error) {
 		}
 		// The mapping is not validated at open: scan it once, streaming
 		// through the pages (≈ 0.1 s per 10⁷ values), so that ±Inf is an
-		// error naming its place rather than a NaN gradient later.
-		if err := m.Seq().CheckFinite(); err != nil {
+		// error naming its place rather than a NaN gradient later, and a
+		// file that is not little-endian float64 data is refused.
+		if err := checkBinaryValues(m.Seq()); err != nil {
 			m.Close()
 			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
 		}
@@ -220,3 +222,32 @@ func oneSequence(s Sequence, err error) (Dataset, io.Closer, error) {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// checkBinaryValues is Sequence.CheckFinite plus a plausibility test of a
+// binary file's values, in one pass: the format has no header, so a text
+// file named .bin (its bytes read as float64 are mostly 1e−80…1e−30) or a
+// big-endian one (magnitudes all over 1e±300) would be fitted as data.
+// More than half of the non-zero values beyond 1e±20 is refused.
+func checkBinaryValues(s Sequence) error {
+	nonzero, extreme, first := 0, 0, -1
+	for i, v := range s.Y {
+		if v == 0 || math.IsNaN(v) {
+			continue
+		}
+		if math.IsInf(v, 0) {
+			return s.CheckFinite() // names the place
+		}
+		nonzero++
+		if a := math.Abs(v); a < 1e-20 || a > 1e20 {
+			extreme++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if extreme > 0 && 2*extreme > nonzero {
+		return fmt.Errorf("%w: %d of the %d non-zero values are beyond 1e±20 (the first, %g, at value %d): "+
+			"not little-endian float64 data (a text file named .bin, or big-endian bytes?)", ErrData, extreme, nonzero, s.Y[first], first)
+	}
+	return nil
+}

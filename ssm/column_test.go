@@ -198,3 +198,51 @@ func FuzzCSVColumn(f *testing.F) {
 		}
 	})
 }
+
+// TestDataFileBinaryPlausible: a binary file's values are scanned once at
+// open; ±Inf is an error, and so is a file whose non-zero values are mostly
+// beyond 1e±20 (the format has no header: a text file named .bin read as
+// float64s is values near 1e−50, a big-endian one magnitudes all over
+// 1e±300), while real data with a few tiny values open.
+func TestDataFileBinaryPlausible(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	float := func(order binary.ByteOrder, ys ...float64) []byte {
+		b := make([]byte, 8*len(ys))
+		for i, y := range ys {
+			order.PutUint64(b[8*i:], math.Float64bits(y))
+		}
+		return b
+	}
+	ys := []float64{0.5, -1.25, 0, 2.5e-30, 3, math.NaN(), -0.75, 1.5}
+	text := []byte("0.565165\n-0.670643\n1.234567\n0.987654\n")
+	for len(text)%8 != 0 {
+		text = append(text, '\n')
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string // "" for success
+	}{
+		{"real.bin", float(binary.LittleEndian, ys...), ""},
+		{"text.bin", text, "not little-endian float64 data"},
+		{"bigendian.bin", float(binary.BigEndian, ys...), "not little-endian float64 data"},
+		{"inf.bin", float(binary.LittleEndian, 1, math.Inf(1)), "is +Inf"},
+	} {
+		data, closer, err := ssm.DataFile{Path: write(c.name, c.b)}.Open()
+		if c.want == "" {
+			if err != nil || data.TotalLen() != len(ys) {
+				t.Errorf("%s: %v, %d rows", c.name, err, data.TotalLen())
+			}
+		} else if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ssm.ErrData) {
+			t.Errorf("%s: err = %v, want ErrData saying %q", c.name, err, c.want)
+		}
+		closer.Close()
+	}
+}
