@@ -45,7 +45,8 @@ func ParseCSVColumn(spec string) (CSVColumn, error) {
 
 // Read reads the column from r. Cells are read as in ReadCSV: "", "NA"
 // and "NaN" (any case) mark a missing value and become NaN, blank lines
-// are skipped, a leading UTF-8 byte order mark is ignored. Rows may have
+// are skipped (a file with a column to pick has several columns, whose
+// missing rows are ",,"), a leading UTF-8 byte order mark is ignored. Rows may have
 // different numbers of cells (the other columns are not read), but every
 // row must reach the column. A non-numeric or infinite cell in the column,
 // a row too short to hold it, a name missing from the header or held by
