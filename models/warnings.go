@@ -50,7 +50,7 @@ func (m LGSSM) CheckData(data ssm.Dataset) []string { return dataWarnings(m, dat
 func (m GARCH) CheckData(data ssm.Dataset) []string { return dataWarnings(m, data) }
 
 func dataWarnings(m ssm.Model, data ssm.Dataset) []string {
-	var n, mean, m2, first float64 // Welford's running mean and sum of squared deviations
+	var n, mean, m2, first, big float64 // Welford's running mean and sum of squared deviations; the largest |y|
 	constant := true
 	zeros := 0
 	for _, seq := range data.Sequences {
@@ -61,6 +61,7 @@ func dataWarnings(m ssm.Model, data ssm.Dataset) []string {
 			if y == 0 {
 				zeros++
 			}
+			big = math.Max(big, math.Abs(y))
 			if n++; n == 1 {
 				first = y
 			}
@@ -81,6 +82,9 @@ func dataWarnings(m ssm.Model, data ssm.Dataset) []string {
 		v := m2 / (n - 1)
 		sd := math.Sqrt(v)
 		switch {
+		case math.IsInf(sd, 0) || math.IsNaN(sd):
+			warn = append(warn, fmt.Sprintf("the data's sd overflows (a value of %.3g): the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) "+
+				"assume data on a unit scale (e.g. returns in percent): rescale the data or remove the value", big))
 		case sd < 0.1 || sd > 10:
 			warn = append(warn, fmt.Sprintf("the data's sd is %.3g, but the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) "+
 				"assume data on a unit scale (e.g. returns in percent): rescale the data, or the posterior reflects the prior", sd))

@@ -29,6 +29,8 @@ func TestDataWarnings(t *testing.T) {
 		// sd of (0.01, -0.01, 0.005) is 0.01041 (n − 1 denominator).
 		{"returns as fractions", models.SVM{}, data([]float64{0.01, -0.01, 0.005}), "the data's sd is 0.0104, but the default priors"},
 		{"pointer model", &models.LGSSM{}, data([]float64{100, -100, 50}), "the data's sd is 104, but the default priors"},
+		// Welford's sum of squares overflows: say so, with the value.
+		{"overflow", models.SVM{}, data([]float64{1, -1, 1e300}), "the data's sd overflows (a value of 1e+300)"},
 		// Pooled over sequences, NaN skipped: 2, −2, 1.5, −1.5 have variance 4.167.
 		{"GARCH variance", models.GARCH{}, data([]float64{2, nan, -2}, []float64{1.5, -1.5}), "the data's variance is 4.17, but the default GARCH prior"},
 		{"same data, SVM", models.SVM{}, data([]float64{2, nan, -2}, []float64{1.5, -1.5}), ""},
