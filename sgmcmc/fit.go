@@ -264,6 +264,10 @@ func checkWritable(path string) error {
 	return os.Remove(name)
 }
 
+// newtonUnconverged is the length, in posterior sds, of a last Newton
+// step past which the preparation warns.
+const newtonUnconverged = 3
+
 // maxNoiseProbes, maxChains and maxThin bound FitSettings.NoiseProbes,
 // Chains and Thin.
 const (
@@ -287,18 +291,21 @@ type fit struct {
 	resumed bool
 	// dataWarn is what the model's ssm.DataChecker said of the data.
 	dataWarn []string
-	data     ssm.Dataset
-	dim      int
-	gset     gradient.Settings // the plain chains' filter
-	cvset    gradient.Settings // the control-variate chains' filter
-	aset     gradient.Settings // the anchor's filter (AnchorParticles)
-	u0       []float64         // starting point
-	gridB    int               // the buffer with the grid filter
-	short    int               // the shortest sequence's length
-	total    int               // the number of observations
-	scale    float64           // nonzero in a subset's fit: its scores are scaled by it
-	warm     []float64         // the warm-up's end
-	log      func(format string, a ...any)
+	// newtonWarn says that the preparation's Newton steps did not
+	// converge.
+	newtonWarn string
+	data       ssm.Dataset
+	dim        int
+	gset       gradient.Settings // the plain chains' filter
+	cvset      gradient.Settings // the control-variate chains' filter
+	aset       gradient.Settings // the anchor's filter (AnchorParticles)
+	u0         []float64         // starting point
+	gridB      int               // the buffer with the grid filter
+	short      int               // the shortest sequence's length
+	total      int               // the number of observations
+	scale      float64           // nonzero in a subset's fit: its scores are scaled by it
+	warm       []float64         // the warm-up's end
+	log        func(format string, a ...any)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
@@ -1893,6 +1900,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 	for round := 0; round < 3; round++ {
 		t = nil
 		conv := false
+		last := 0.0 // the last Newton step's length in posterior sds
 		for it := 0; ; it++ {
 			if t == nil {
 				if t, err = f.scoreTile(ctx, u, passes, stream); err != nil {
@@ -1924,6 +1932,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 				}
 			}
 			f.log("Newton step %d: %.2f posterior sds", it+1, norm)
+			last = norm
 			if det && norm < 0.5 {
 				conv = true
 				// Close enough: the anchor only needs a precise score at a
@@ -1940,6 +1949,14 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 			if u, t, stream, err = f.lineSearch(ctx, u, l, z, t, stream); err != nil {
 				return nil, nil, nil, nil, stream, err
 			}
+		}
+		f.newtonWarn = ""
+		if !conv && last > newtonUnconverged && f.scale == 0 && !(det && f.prep.Exact) {
+			// Eight steps and still far: the mode, the metric and the
+			// anchor rest on a point that is not the mode (constant,
+			// all-zero or mis-scaled data: steps of 15–90 sds).
+			f.newtonWarn = fmt.Sprintf("Newton steps towards the posterior mode did not converge (the last moved %.1f posterior sds): "+
+				"the preparation may be far from the mode, and the data may not suit the model or its prior", last)
 		}
 		if det && !conv && f.prep.Exact {
 			var hObs *mat.SymDense

@@ -315,6 +315,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	if pr.Fallback != "" {
 		post.Warnings = append(post.Warnings, pr.Fallback)
 	}
+	if f.newtonWarn != "" {
+		post.Warnings = append(post.Warnings, f.newtonWarn)
+	}
 	post.Warnings = append(slices.Clip(f.dataWarn), post.Warnings...)
 	if dc := pr.Discretisation; dc != nil {
 		if k, v := argMaxAbs(dc.Shift); v > discretisationMaxShift {
