@@ -81,15 +81,33 @@ func TestSummarizeDrawsEdges(t *testing.T) {
 	if r := s.Params[1].Rhat; !math.IsNaN(r) {
 		t.Errorf("R-hat %v with a NaN draw, want NaN", r)
 	}
-	if !strings.Contains(strings.Join(s.Warnings, "\n"), "b: R-hat NaN") {
+	if !strings.Contains(strings.Join(s.Warnings, "\n"), "b: R-hat cannot be computed") {
 		t.Errorf("warnings %q: none on b's NaN R-hat", s.Warnings)
 	}
 	s, err = sgmcmc.SummarizeDraws(names, [][]float64{chain(3, 0), chain(3, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.Warnings[0], "too few") {
+	if !strings.Contains(s.Warnings[0], "too few for ESS and R-hat") {
 		t.Errorf("3 draws per chain: warnings %q", s.Warnings)
+	}
+	// One draw in all: no sd either (it printed NaN unannounced).
+	s, err = sgmcmc.SummarizeDraws(names, [][]float64{chain(1, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(s.Params[0].SD) || !strings.Contains(s.Warnings[0], "1 draws per chain are too few for an sd, ESS and R-hat") {
+		t.Errorf("one draw: sd %v, warnings %q", s.Params[0].SD, s.Warnings)
+	}
+	// Constant chains: an R-hat that cannot be computed says so (it said
+	// "R-hat NaN > 1.01: the chains disagree").
+	flat := make([]float64, 2*10)
+	s, err = sgmcmc.SummarizeDraws(names, [][]float64{flat, flat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(s.Warnings, "\n"); !strings.Contains(w, "a: R-hat cannot be computed (constant chains") || strings.Contains(w, "disagree") {
+		t.Errorf("constant chains: warnings %q", s.Warnings)
 	}
 	for _, c := range []struct {
 		names  []string
