@@ -185,12 +185,13 @@ type FitSettings struct {
 	// 0 meaning 0.7 tuned towards an acceptance rate of 0.7.
 	StepSize float64
 	// Iterations is the number of kept draws per chain after the burn-in
-	// (the sampler runs Iterations × Thin iterations), run as one segment. 0 plans enough for TargetESS effective
-	// draws by the measured autocorrelation (at least 500 for SGLD, 200
-	// for FullGradient chains, whose first segment of 150 refits their
+	// (the sampler runs Iterations × Thin iterations), run as one
+	// segment. 0 plans enough for TargetESS effective draws by the
+	// measured autocorrelation (at least 500 for SGLD, 200 for
+	// FullGradient chains, whose first segment of 150 refits their
 	// independence proposal) and extends the sampling while the smallest
-	// bulk or tail ESS is below TargetESS or R-hat above 1.01 (see
-	// maxSegments).
+	// bulk or tail ESS is below TargetESS or R-hat above 1.01 (up to 12
+	// segments).
 	Iterations int
 	// TargetESS is the effective sample size Iterations aims at (0: 400).
 	TargetESS int
@@ -205,7 +206,7 @@ type FitSettings struct {
 	// chains and extensions together (each chain of a segment gets what
 	// is left over the waves in which Workers run the Chains). A fit that
 	// reaches it stops with a warning; one that does not runs as it would
-	// without it. Timing makes such a run the one kind whose draws may
+	// without it. A fit that reaches it depends on timing: its draws
 	// differ between runs with the same Seed.
 	MaxTime time.Duration
 	// Thin keeps every Thin-th draw (0: 1).
