@@ -31,25 +31,6 @@ import (
 // value of every sequence and component, so DataWarnings reads all the
 // data once (a memory-mapped sequence is paged in).
 func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
-	return dataWarnings(m, data)
-}
-
-var (
-	_ ssm.DataChecker = SVM{}
-	_ ssm.DataChecker = LGSSM{}
-	_ ssm.DataChecker = GARCH{}
-)
-
-// CheckData implements ssm.DataChecker: DataWarnings(m, data).
-func (m SVM) CheckData(data ssm.Dataset) []string { return dataWarnings(m, data) }
-
-// CheckData implements ssm.DataChecker: DataWarnings(m, data).
-func (m LGSSM) CheckData(data ssm.Dataset) []string { return dataWarnings(m, data) }
-
-// CheckData implements ssm.DataChecker: DataWarnings(m, data).
-func (m GARCH) CheckData(data ssm.Dataset) []string { return dataWarnings(m, data) }
-
-func dataWarnings(m ssm.Model, data ssm.Dataset) []string {
 	var n, mean, m2, first, big float64 // Welford's running mean and sum of squared deviations; the largest |y|
 	constant := true
 	zeros := 0
@@ -132,3 +113,18 @@ func usesDefaultPrior(m ssm.Model) (ok, garch bool) {
 	}
 	return false, false
 }
+
+var (
+	_ ssm.DataChecker = SVM{}
+	_ ssm.DataChecker = LGSSM{}
+	_ ssm.DataChecker = GARCH{}
+)
+
+// CheckData implements ssm.DataChecker: DataWarnings(m, data).
+func (m SVM) CheckData(data ssm.Dataset) []string { return DataWarnings(m, data) }
+
+// CheckData implements ssm.DataChecker: DataWarnings(m, data).
+func (m LGSSM) CheckData(data ssm.Dataset) []string { return DataWarnings(m, data) }
+
+// CheckData implements ssm.DataChecker: DataWarnings(m, data).
+func (m GARCH) CheckData(data ssm.Dataset) []string { return DataWarnings(m, data) }

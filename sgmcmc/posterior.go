@@ -231,7 +231,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		done += iters
 		if seg >= lastSeg && (seg+1 >= maxSegments || post.Sampling >= cheapSampling) || runErr != nil || stopped > 0 ||
-			f.s.Iterations != 0 || f.s.Checkpoint != "" || res.Status == RuntimeLimit || f.chainBudget(post.Sampling) < 0 {
+			f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(res, post) {
 			break
 		}
 		ess, rhat := convergence(post, len(names))
@@ -302,13 +302,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	switch {
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %d iterations per chain: the summary uses the %d draws kept so far", post.Iterations, post.Draws()))
-	case res.Status == RuntimeLimit || f.chainBudget(post.Sampling) < 0:
-		lo, hi := post.chainIterations()
-		n := fmt.Sprint(hi)
-		if lo < hi {
-			n = fmt.Sprintf("%d–%d", lo, hi)
-		}
-		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, n, done))
+	case f.budgetSpent(res, post):
+		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), done))
 	case runErr != nil && stopped == 0:
 		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
@@ -383,18 +378,25 @@ func (f *fit) chainBudget(used time.Duration) time.Duration {
 	return max(left/time.Duration(waves), 1)
 }
 
-// chainIterations returns the fewest and the most sampling iterations
-// per chain (kept draws times Thin).
-func (p *Posterior) chainIterations() (lo, hi int) {
-	lo = math.MaxInt
+// budgetSpent reports whether the time budget stopped the sampling: a
+// segment's chains ran out of their share, or no time is left.
+func (f *fit) budgetSpent(res *Result, post *Posterior) bool {
+	return res.Status == RuntimeLimit || f.chainBudget(post.Sampling) < 0
+}
+
+// iterationRange returns the sampling iterations per chain: Iterations,
+// or "lo–hi" (kept draws times Thin) when the chains stopped at different
+// counts.
+func (p *Posterior) iterationRange() string {
+	lo, hi := math.MaxInt, 0
 	for _, c := range p.U {
 		n := len(c) / p.Dim * p.Thin
 		lo, hi = min(lo, n), max(hi, n)
 	}
-	if lo == math.MaxInt {
-		lo = 0
+	if lo >= hi {
+		return fmt.Sprint(p.Iterations)
 	}
-	return lo, hi
+	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
 // summarize fills the summary table and the convergence warnings.

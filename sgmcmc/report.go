@@ -122,12 +122,8 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	if p.KSD != nil {
 		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores by tiling)\n", p.KSD.KSD, p.KSD.N)
 	}
-	iters := fmt.Sprint(p.Iterations)
-	if lo, hi := p.chainIterations(); lo < hi {
-		iters = fmt.Sprintf("%d–%d", lo, hi)
-	}
 	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %s sampling iterations per chain\n",
-		pr.StepSize, pr.IAT, p.BurnIn, iters)
+		pr.StepSize, pr.IAT, p.BurnIn, p.iterationRange())
 	if nr := pr.NoiseRatio(); nr != nil {
 		ratio := make([]string, 0, len(nr))
 		for _, x := range nr {

@@ -247,7 +247,9 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 	}
 	rows := 0
 	for {
-		if !header {
+		// In a one-column file a line of spaces is a blank line: missing
+		// when a data row follows (the gap fill below), ignored at the end.
+		if !header && !(oneColumn && strings.TrimSpace(rec[0]) == "") {
 			if len(rec) != width {
 				col := min(len(rec), width) + 1
 				return csvResult{}, &ParseError{Line: line, Column: col, Msg: fmt.Sprintf("row has %d fields, the first row has %d", len(rec), width)}
@@ -274,8 +276,7 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				}
 			}
 			y := res.seqs[k]
-			blank := oneColumn && strings.TrimSpace(rec[0]) == ""
-			if oneColumn && !blank {
+			if oneColumn {
 				for ; prev+1 < line; prev++ {
 					y = append(y, math.NaN())
 					rows++
@@ -283,11 +284,6 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				prev = line
 			}
 			for i, cell := range rec {
-				if blank {
-					// A whitespace-only line is a blank line: missing
-					// when a data row follows, ignored at the end.
-					break
-				}
 				if i == idCol {
 					continue
 				}
@@ -299,9 +295,7 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				y = append(y, v)
 			}
 			res.seqs[k] = y
-			if !blank {
-				rows++
-			}
+			rows++
 		}
 		header = false
 
