@@ -302,14 +302,15 @@ func (f *fit) targetLaplace() (mode, chol []float64) {
 // refitProposal fits the independence proposal again, to the chains'
 // draws so far (us: per chain, row-major; lps: their log posteriors),
 // and returns it with its cross-validated holding time on them when that
-// is shorter than the current proposal's, else nil. Draws from π cover its tails in
+// is shorter than the current proposal's (old, measured on the same
+// draws), else nil. Draws from π cover its tails in
 // proportion, where the importance-sampling rounds had few effective
 // points: GARCH's chains stood longest at μ → 2, φ → 1, a ridge that 500
 // weighted points barely reach (adaptive independence Metropolis–Hastings
 // with mixtures fitted to past draws: Giordani and Kohn 2010). Changing
 // the kernel between runs, a finite number of times, leaves every run
 // π-invariant.
-func (f *fit) refitProposal(us, lps [][]float64) (*tMixture, float64) {
+func (f *fit) refitProposal(us, lps [][]float64) (q *tMixture, hold, old float64) {
 	p := f.dim
 	cur := mixtureOf(f.prep.Proposal)
 	n := 0
@@ -317,7 +318,7 @@ func (f *fit) refitProposal(us, lps [][]float64) (*tMixture, float64) {
 		n += len(l)
 	}
 	if cur == nil || n < 50*p {
-		return nil, 0
+		return nil, 0, 0
 	}
 	thin := max(1, n/isRefitDraws)
 	var xs [][]float64
@@ -331,15 +332,15 @@ func (f *fit) refitProposal(us, lps [][]float64) (*tMixture, float64) {
 	}
 	lw := make([]float64, len(xs)) // draws from π: equal weights
 	z := make([]float64, p)
-	old := expectedHold(cur, xs, lp, lw, z)
+	old = expectedHold(cur, xs, lp, lw, z)
 	q, k, sc, d, hold := bestProposal(xs, lp, lw, z)
 	if q == nil || !(hold < old) {
 		f.log("independence proposal kept: holding time %.2f on the %d draws", old, len(xs))
-		return nil, 0
+		return nil, 0, old
 	}
 	f.log("independence proposal refitted to %d draws: %d Student-t components at %.2f × their fitted scale, defensive weight %.2f; holding time %.2f (cross-validated), the old one's %.2f",
 		len(xs), k, sc, d, hold, old)
-	return q, hold
+	return q, hold, old
 }
 
 // isRefitDraws is the number of draws refitProposal thins the chains to,

@@ -223,7 +223,7 @@ func TestRefitProposal(t *testing.T) {
 	cur := newTMixture([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1, 0, 0, math.Sqrt(0.59)}})
 	f := &fit{dim: 2, log: t.Logf}
 	f.prep.Proposal = cur.components()
-	q, _ := f.refitProposal(us, lps)
+	q, _, _ := f.refitProposal(us, lps)
 	if q == nil {
 		t.Fatal("refitProposal kept the single t")
 	}
