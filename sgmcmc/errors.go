@@ -20,10 +20,9 @@ var (
 	// method, recovered by Run and reported as a *ChainError.
 	ErrPanic = errors.New("sgmcmc: recovered panic")
 	// ErrFinished is returned by Fit resuming from a checkpoint whose
-	// chains had already finished (a process stopped after its last
-	// checkpoint, before it returned): there is nothing left to sample,
-	// and the draws are in the Recorder's output of the earlier run
-	// (e.g. its CSV file), not in memory.
+	// chains had already finished without a kept draw: there is nothing
+	// left to sample and nothing to summarise. (A finished run with draws
+	// returns its Posterior again, read from Checkpoint+".draws".)
 	ErrFinished = errors.New("sgmcmc: the checkpointed run had already finished")
 )
 

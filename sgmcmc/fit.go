@@ -226,13 +226,15 @@ type FitSettings struct {
 	Init []float64
 
 	// Checkpoint, when set, makes the run resumable: the preparation is
-	// saved to Checkpoint+".prep" and the chains to Checkpoint, and a Fit
-	// with the same settings resumes from them. The sampling is then one
-	// segment of the planned length (no refit of the independence
-	// proposal, no extensions: a checkpoint holds one Run), so its draws
-	// differ from those of the same fit without a checkpoint. A Fit whose
-	// checkpointed run had finished returns ErrFinished. Remove both
-	// files for a fresh run.
+	// saved to Checkpoint+".prep", the chains to Checkpoint and their
+	// kept draws to Checkpoint+".draws", and a Fit with the same settings
+	// resumes from them; its Posterior holds every draw of the run, those
+	// before the interruption too. The sampling is then one segment of
+	// the planned length (no refit of the independence proposal, no
+	// extensions: a checkpoint holds one Run), so its draws differ from
+	// those of the same fit without a checkpoint. A Fit whose checkpointed
+	// run had finished returns its Posterior again without sampling.
+	// Remove the three files for a fresh run.
 	Checkpoint string
 	// Recorder observes every iteration of the sampling, burn-in included
 	// (Draw.Discarded marks the iterations that are not kept draws), e.g.

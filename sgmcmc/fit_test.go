@@ -230,13 +230,49 @@ func TestFitResume(t *testing.T) {
 		slices.Sort(rows[1:])
 		return post, rows
 	}
-	_, want := fit(t.TempDir(), 0)
+	whole, want := fit(t.TempDir(), 0)
 	dir := t.TempDir()
 	part, _ := fit(dir, 1500)
 	if len(part.Warnings) == 0 || !strings.Contains(strings.Join(part.Warnings, " "), "interrupted") {
 		t.Errorf("interrupted fit: warnings %q, want one saying it was interrupted", part.Warnings)
 	}
-	_, got := fit(dir, 0)
+	resumed, got := fit(dir, 0)
+	// The resumed Posterior holds every draw, those before the interrupt
+	// too (it used to hold the 1000 per chain made after it), and so does
+	// a Fit on the finished checkpoint (it used to return ErrFinished).
+	same := func(name string, p *sgmcmc.Posterior) {
+		if p.Iterations != whole.Iterations || len(p.U) != len(whole.U) {
+			t.Fatalf("%s fit: %d iterations, %d chains; uninterrupted %d, %d", name, p.Iterations, len(p.U), whole.Iterations, len(whole.U))
+		}
+		for c := range whole.U {
+			if !slices.Equal(p.U[c], whole.U[c]) || !slices.Equal(p.Natural[c], whole.Natural[c]) {
+				t.Errorf("%s fit, chain %d: %d draws differ from the uninterrupted fit's %d", name, c, len(p.U[c])/p.Dim, len(whole.U[c])/whole.Dim)
+			}
+		}
+		if len(p.Warnings) > 0 {
+			t.Errorf("%s fit: warnings %q", name, p.Warnings)
+		}
+	}
+	same("resumed", resumed)
+	again, _ := fit(dir, 0)
+	same("finished", again)
+
+	// A draws file shorter than its checkpoint says is refused by name.
+	cut := t.TempDir()
+	fit(cut, 1500)
+	if err := os.Truncate(filepath.Join(cut, "ck.draws"), 100); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(cut, "trace.csv"), os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = sgmcmc.Fit(context.Background(), m, data, sgmcmc.FitSettings{Exact: true, Seed: 3, Chains: 2, Iterations: 2500,
+		AdaptWindow: 200, KSDDraws: -1, Checkpoint: filepath.Join(cut, "ck"), Recorder: sgmcmc.Multi(sgmcmc.NewCSVRecorder(f, nil), &stopAt{k: math.MaxInt})})
+	if !errors.Is(err, sgmcmc.ErrCheckpoint) || !strings.Contains(fmt.Sprint(err), "ck.draws has 100 bytes") {
+		t.Errorf("resume with a cut draws file: %v, want an ErrCheckpoint naming ck.draws", err)
+	}
 	if len(got) != len(want) {
 		t.Fatalf("resumed trace has %d rows, uninterrupted %d", len(got), len(want))
 	}
