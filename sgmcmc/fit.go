@@ -229,7 +229,8 @@ type FitSettings struct {
 	// saved to Checkpoint+".prep", the chains to Checkpoint and their
 	// kept draws to Checkpoint+".draws", and a Fit with the same settings
 	// resumes from them; its Posterior holds every draw of the run, those
-	// before the interruption too. The sampling is then one segment of
+	// before the interruption too. Checkpoints are written about every
+	// 20 s of sampling (at the planned cost per iteration). The sampling is then one segment of
 	// the planned length (no refit of the independence proposal, no
 	// extensions: a checkpoint holds one Run), so its draws differ from
 	// those of the same fit without a checkpoint. A Fit whose checkpointed

@@ -206,6 +206,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		if seg == 0 {
 			st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
+			st.CheckpointEvery = f.checkpointEvery()
 		}
 		res, runErr = Run(ctx, newEst, newMethod,
 			func(c int, u []float64) error { copy(u, starts[c]); return nil },
@@ -797,6 +798,38 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, r
 	more := math.Max((fullExtendMargin*target-ess)*iat, 0.5*float64(kept))
 	return f.s.Thin * min(50000, max(fullMinExtend, int(math.Ceil(more/float64(f.s.Chains)))))
 }
+
+// checkpointEvery returns the iterations between a checkpointed run's
+// checkpoints: about checkpointPeriod of wall time at the planned cost per
+// iteration (the preparation's, so a resumed run gets the same), with
+// Workers running the Chains in waves, and at most Run's default of 1000.
+// At 1000 a planned run of a few hundred slow iterations (GARCH on the
+// S&P 500: about a second each) wrote no checkpoint between its start
+// and its end, and an interrupt lost all of its sampling.
+func (f *fit) checkpointEvery() int {
+	pr := &f.prep
+	per := pr.CostPlain
+	switch pr.Gradient {
+	case FullGradient:
+		per = pr.CostFull
+	case ControlVariateGradient:
+		per = pr.CostCV
+	}
+	if !(per > 0) {
+		return 0 // Run's default
+	}
+	waves := float64((f.s.Chains + f.s.Workers - 1) / f.s.Workers)
+	every := checkpointPeriod.Seconds() / (waves * per)
+	if every >= 1000 {
+		return 0
+	}
+	return max(1, int(every))
+}
+
+// checkpointPeriod is the wall time between a checkpointed Fit's
+// checkpoints (each writes the chains' states and syncs the recorders'
+// files: milliseconds).
+const checkpointPeriod = 20 * time.Second
 
 // fullExtendMargin is the ESS, in units of TargetESS, that an extension
 // of FullGradient's chains aims at, and fullMinExtend its fewest
