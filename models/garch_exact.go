@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"math"
 	"sync"
 
@@ -420,7 +421,8 @@ func garchTail(a float64) (q, g float64) {
 // with the factor exp(−a²/2) computed once and shared with φ (Cody splits
 // it in two exponentials for the last bits; unsplit, the relative error
 // is about a²·2⁻⁵³ < 10⁻¹⁴ below garchTailCut): one exponential per call,
-// the cost of the filter.
+// the cost of the filter, by fmath.ExpCore (within 5e-16 of e^x, inlined:
+// a full-data log-likelihood on DAX at 32 nodes 28.2 → 25.6 ms).
 func garchTail2(a float64) (up, low, g float64) {
 	if a > garchTailCut {
 		return 0, 1, 0
@@ -434,9 +436,9 @@ func garchTail2(a float64) (up, low, g float64) {
 			den = (den + codyB[i]) * x2
 		}
 		t := a * (num + codyA[3]) / (den + codyB[3])
-		return 0.5 - t, 0.5 + t, garchInvSqrt2Pi * math.Exp(-0.5*x2)
+		return 0.5 - t, 0.5 + t, garchInvSqrt2Pi * fmath.ExpCore(-0.5*x2)
 	}
-	e := math.Exp(-0.5 * y * y)
+	e := fmath.ExpCore(-0.5 * y * y)
 	g = garchInvSqrt2Pi * e
 	var t float64
 	if y <= 5.656854249492380195206754896838 { // √32
