@@ -56,7 +56,11 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 	case n == 0:
 		return []string{"the data hold no observed values: the posterior is the prior's"}
 	case constant:
-		return []string{"the data are constant: they say nothing about the dynamics (the posterior of the state's parameters is close to their prior) and the fit is unlikely to be meaningful"}
+		warn := []string{"the data are constant: they say nothing about the dynamics (the posterior of the state's parameters is close to their prior) and the fit is unlikely to be meaningful"}
+		if isSVM(m) && zeros > 0 { // all zeros: the SVM's worst case, named
+			warn = append(warn, svmZeros(zeros, n))
+		}
+		return warn
 	}
 	var warn []string
 	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior {
@@ -75,12 +79,17 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 		}
 	}
 	if isSVM(m) && float64(zeros) >= 0.01*n {
-		warn = append(warn, fmt.Sprintf("%d of %.0f observed values (%.1f%%) are exactly 0: under the SVM a zero has unbounded "+
-			"density as the volatility goes to 0, so zeros pull sigma up and phi down (from 20%% on the chains can leave for "+
-			"sigma of several units); if they are stale prices or closed markets, code them as missing (NA) or demean the returns",
-			zeros, n, 100*float64(zeros)/n))
+		warn = append(warn, svmZeros(zeros, n))
 	}
 	return warn
+}
+
+// svmZeros is the warning for zeros of n observed values under the SVM.
+func svmZeros(zeros int, n float64) string {
+	return fmt.Sprintf("%d of %.0f observed values (%.1f%%) are exactly 0: under the SVM a zero has unbounded "+
+		"density as the volatility goes to 0, so zeros pull sigma up and phi down (from 20%% on the chains can leave for "+
+		"sigma of several units); if they are stale prices or closed markets, code them as missing (NA) or demean the returns",
+		zeros, n, 100*float64(zeros)/n)
 }
 
 // isSVM reports whether m is a models.SVM or a non-nil pointer to one.
