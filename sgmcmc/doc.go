@@ -178,7 +178,13 @@
 //     makes the measured autocorrelation optimistic (the LGSSM on the S&P
 //     500 returns). An extension adds at most twice the iterations so far
 //     (and then allows one more): the ESS of short chains is a noisy, low
-//     estimate.
+//     estimate. The full-data path sizes its extensions by the
+//     autocorrelation time its draws so far measured (their number over
+//     the smallest ESS, scaled by the refitted proposal's 2H − 1 over the
+//     old one's), aiming at 1.2 × TargetESS.
+//     With a checkpoint the sampling is one segment, checkpointed about
+//     every 20 s, and its kept draws are kept in Checkpoint+".draws", so
+//     that a resumed fit summarises all of them.
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
 //     skipped iterations, interrupts, budgets, an imprecise anchor, a
 //     fallback to particle filters, and a discretisation correction
