@@ -407,6 +407,11 @@ const garchInvSqrt2Pi = 0.39894228040143267794
 // 9φ(9) = 9.1e-18 are below what a row keeps (garchRowTail).
 const garchTailCut = 9
 
+// garchTailLow is where garchTail2 returns Φc = 1, Φ = 0, φ = 0 below
+// zero (Φ(−37.5) < 1e−300): it keeps −a²/2 within fmath.ExpCore's range
+// (≥ −708), outside which ExpCore returns garbage, not 0.
+const garchTailLow = 37.5
+
 // garchTail returns the standard normal upper tail Φc(a) and density
 // φ(a), both 0 beyond garchTailCut (see garchTail2).
 func garchTail(a float64) (q, g float64) {
@@ -416,7 +421,7 @@ func garchTail(a float64) (q, g float64) {
 
 // garchTail2 returns the upper tail Φc(a), the lower tail Φ(a) = Φc(−a),
 // each accurate where it is small, and the density φ(a) (Φc = 0, Φ = 1,
-// φ = 0 beyond garchTailCut). It is W. J. Cody's rational Chebyshev
+// φ = 0 beyond ±garchTailCut). It is W. J. Cody's rational Chebyshev
 // approximation of the normal distribution function (as in R's pnorm),
 // with the factor exp(−a²/2) computed once and shared with φ (Cody splits
 // it in two exponentials for the last bits; unsplit, the relative error
@@ -426,6 +431,9 @@ func garchTail(a float64) (q, g float64) {
 func garchTail2(a float64) (up, low, g float64) {
 	if a > garchTailCut {
 		return 0, 1, 0
+	}
+	if a < -garchTailLow {
+		return 1, 0, 0
 	}
 	y := math.Abs(a)
 	if y <= 0.67448975 {

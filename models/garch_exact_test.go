@@ -526,6 +526,16 @@ func TestGARCHExactTail(t *testing.T) {
 	if worst > 1e-13 {
 		t.Errorf("garchTail: relative error %.3g", worst)
 	}
+	// Far below zero (a row whose threshold lies many sds below the
+	// mean): Φc → 1 and Φ, φ → 0, never fmath.ExpCore's garbage outside
+	// its range (a = −40 gave NaN draws' KSD and lost the residual check).
+	for _, a := range []float64{-30, -37.4, -37.6, -38.6, -40, -100, -1e10, math.Inf(-1)} {
+		up, low, g := garchTail2(a)
+		wlow, wg := 0.5*math.Erfc(-a/math.Sqrt2), math.Exp(-0.5*a*a)/math.Sqrt(2*math.Pi)
+		if up != 1 || !(math.Abs(low-wlow) <= 1e-12*wlow+1e-300) || !(math.Abs(g-wg) <= 1e-12*wg+1e-300) {
+			t.Errorf("garchTail2(%g) = %g, %g, %g: want 1, %g, %g", a, up, low, g, wlow, wg)
+		}
+	}
 }
 
 // TestGARCHNodes: GARCH.Nodes sets ExactScore's node count (and four
