@@ -59,6 +59,7 @@ func gxSim(t testing.TB, u []float64, T int, seed uint64) ssm.Sequence {
 // against central differences of the returned log-likelihood (the nodes
 // do not depend on u, so nothing is frozen).
 func TestGARCHExactFD(t *testing.T) {
+	skipShort(t)
 	dax := gxDAX(t, 300)
 	cases := []struct {
 		name string
@@ -155,6 +156,7 @@ func BenchmarkGARCHExactFull(b *testing.B) {
 // 300 returns at the posterior mode (sd from −∂²ℓ/∂u_i² on these 300
 // returns: 1.16, 0.59, 0.103, 0.067) and on all 1859 at gxU0.
 func TestGARCHExactConvergence(t *testing.T) {
+	skipShort(t)
 	for _, c := range []struct {
 		name string
 		seq  ssm.Sequence
@@ -303,6 +305,7 @@ func gxPF(t testing.TB, u []float64, seq ssm.Sequence, w ssm.Window, n, reps int
 // from ν_0, as in the particle filters) with a large-N particle filter,
 // and checks its convergence in G.
 func TestGARCHExactLogLikPF(t *testing.T) {
+	skipShort(t)
 	for _, c := range [][4]float64{{0.5, 0.95, 0.3, 0.5}, gxDAXMode} {
 		u := gxU(t, c[0], c[1], c[2], c[3])
 		seq := gxSim(t, u, 80, 3)
@@ -420,6 +423,7 @@ func TestGARCHExactWindows(t *testing.T) {
 // large-N particle estimate of the score from the model's own AddScore:
 // the σ²-chain score has the same total as the x-path score.
 func TestGARCHExactTiledPF(t *testing.T) {
+	skipShort(t)
 	u := gxU(t, 0.5, 0.95, 0.3, 0.5)
 	const T, B = 120, 40
 	seq := gxSim(t, u, T, 11)
@@ -543,6 +547,7 @@ func TestGARCHExactTail(t *testing.T) {
 // 16..1024 (Refine: 16..4096) is an error naming the field, not a panic;
 // Coarsen offers 32 nodes only for the defaults.
 func TestGARCHNodes(t *testing.T) {
+	skipShort(t)
 	seq := gxDAX(t, 300)
 	u := gxU(t, 1, 0.98, 0.3, 0.6)
 	w := ssm.Full(seq.Len())
@@ -592,5 +597,16 @@ func TestGARCHNodes(t *testing.T) {
 		if _, err := (GARCH{Nodes: n}).Bind(u); err == nil || !strings.Contains(err.Error(), "GARCH.Nodes") {
 			t.Errorf("Nodes %d: Bind error %v, want one naming GARCH.Nodes", n, err)
 		}
+	}
+}
+
+// skipShort skips a test of many full-series filter passes in -short mode,
+// the race-detector run of .ci/run (each took 16–26 s there, deterministic
+// arithmetic with nothing shared between goroutines); the full run checks
+// them.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("full-series GARCH filter passes: checked by go test ./models")
 	}
 }

@@ -49,8 +49,8 @@ func TestLongGaps(t *testing.T) {
 	}
 	sms := []pf.Smoother{pf.Ancestral, pf.Shrinkage, pf.ForwardOnly, pf.PaRIS}
 	N, Nback, R := 2000, 200, 20
-	if testing.Short() {
-		N = 500
+	if testing.Short() { // the race run: its point is the races, not the precision
+		N, Nback = 300, 100
 	}
 	for wi, x := range wins {
 		exactLL, want := c.exact(t, x.w)

@@ -123,6 +123,9 @@ func TestBadParams(t *testing.T) {
 // TestRun fits a short simulated series and checks the printed table and
 // the files written.
 func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit (125 s under the race detector): long test")
+	}
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"-T", "500", "-N", "100", "-iters", "200", "-adapt", "60", "-chains", "2", "-q"}, &stdout, &stderr)
 	if err != nil {

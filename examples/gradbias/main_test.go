@@ -370,6 +370,9 @@ func readTable(t *testing.T, path string, header []string) []map[string]string {
 // from N = 40 to N = 400, and the bookkeeping (bias = buffering bias +
 // particle bias, positive variances, MSEs and times, the PNG).
 func TestSmootherStudy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("O(N²) smoothers at N = 400 (37 s under the race detector): long test")
+	}
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-study", "smoothers", "-models", "lgssm", "-T", "48", "-Nsm", "40,400", "-fomax", "400",
