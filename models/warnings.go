@@ -23,7 +23,11 @@ import (
 //     likelihood is dominated by that direction (on the DAX returns, 2%
 //     zeros moved σ by 0.4 posterior sd, 10% by 3 sds, and at 20% the
 //     chains left for σ ≈ 6, φ < 0); 1% or more zeros get a warning (GARCH and
-//     the LGSSM have observation noise and are not affected).
+//     the LGSSM have observation noise and are not affected);
+//   - under the SVM and GARCH (any prior), 20 or more observed values none
+//     of which is negative are levels (prices, an index) or absolute
+//     returns, not the returns these models describe (symmetric about 0:
+//     20 positive returns by chance have probability 2⁻²⁰).
 //
 // The scale checks apply to LGSSM, SVM and GARCH values (or pointers) with
 // a nil Prior; a model with a prior of its own, or of another type, gets
@@ -33,7 +37,8 @@ import (
 func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 	var n, mean, m2, first, big float64 // Welford's running mean and sum of squared deviations; the largest |y|
 	constant := true
-	zeros := 0
+	zeros, negative := 0, 0
+	lo := math.Inf(1)
 	for _, seq := range data.Sequences {
 		for _, y := range seq.Y {
 			if math.IsNaN(y) {
@@ -42,6 +47,10 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 			if y == 0 {
 				zeros++
 			}
+			if y < 0 {
+				negative++
+			}
+			lo = math.Min(lo, y)
 			big = math.Max(big, math.Abs(y))
 			if n++; n == 1 {
 				first = y
@@ -63,7 +72,13 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 		return warn
 	}
 	var warn []string
-	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior {
+	levels := negative == 0 && n >= minLevels && returnsModel(m)
+	if levels { // the scale checks below assume returns: not said as well
+		warn = append(warn, fmt.Sprintf("none of the %.0f observed values is negative (they run from %.4g to %.4g): the SVM and GARCH "+
+			"model returns (symmetric about 0), so these look like prices, index levels or absolute returns; fit percent log returns "+
+			"100*(log p_t - log p_{t-1}) instead (ssm.LogReturns, or examples/fit -returns)", n, lo, big))
+	}
+	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior && !levels {
 		v := m2 / (n - 1)
 		sd := math.Sqrt(v)
 		switch {
@@ -82,6 +97,23 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 		warn = append(warn, svmZeros(zeros, n))
 	}
 	return warn
+}
+
+// minLevels is the number of observed values from which a series without a
+// negative value is taken for levels, not returns: returns symmetric about
+// 0 are all positive by chance with probability 2^−20 < 10⁻⁶.
+const minLevels = 20
+
+// returnsModel reports whether m is an SVM or a GARCH (a value or a
+// non-nil pointer): models of returns, whatever their prior.
+func returnsModel(m ssm.Model) bool {
+	switch m := m.(type) {
+	case GARCH:
+		return true
+	case *GARCH:
+		return m != nil
+	}
+	return isSVM(m)
 }
 
 // svmZeros is the warning for zeros of n observed values under the SVM.

@@ -47,6 +47,13 @@ func TestDataWarnings(t *testing.T) {
 		{"SVM 0.9% zeros", models.SVM{}, data(zeroEvery(111, 999)), ""},
 		{"GARCH zeros", models.GARCH{}, data(zeroEvery(2, 100)), ""},
 		{"LGSSM zeros", models.LGSSM{}, data(zeroEvery(2, 100)), ""},
+		// No negative value in 20 or more: levels, not returns (SVM and
+		// GARCH, any prior; the LGSSM models any zero-mean series).
+		{"prices, SVM", models.SVM{Prior: custom}, data(levels(25, 1.1, 0.02), []float64{nan}), "none of the 25 observed values is negative (they run from 1.1 to 1.58)"},
+		{"prices, GARCH pointer", &models.GARCH{}, data(levels(12, 1.1, 0.02), levels(8, 1.2, 0.01)), "none of the 20 observed values is negative"},
+		{"absolute returns with zeros, GARCH", models.GARCH{}, data(append(levels(30, 0.5, 0.05), 0)), "none of the 31 observed values is negative (they run from 0 to"},
+		{"19 positive values", models.SVM{}, data(levels(19, 1.1, 0.02)), ""},
+		{"levels, LGSSM", models.LGSSM{}, data(levels(25, 1.1, 0.02)), ""},
 	} {
 		got := models.DataWarnings(c.model, c.data)
 		if zeros, ok := map[string]string{"SVM zeros and scale": "(25.0%) are exactly 0", "constant": "3 of 3 observed values (100.0%) are exactly 0"}[c.name]; ok {
@@ -64,6 +71,15 @@ func TestDataWarnings(t *testing.T) {
 			t.Errorf("%s: warnings %q, want one starting %q", c.name, got, c.want)
 		}
 	}
+}
+
+// levels returns n values a, a + d, a + 2d, ….
+func levels(n int, a, d float64) []float64 {
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = a + float64(i)*d
+	}
+	return y
 }
 
 // zeroEvery returns n values alternating ±1 with every k-th (from the

@@ -43,8 +43,9 @@ func ParseCSVColumn(spec string) (CSVColumn, error) {
 	return CSVColumn{Name: spec}, nil
 }
 
-// Read reads the column from r. Cells are read as in ReadCSV: "", "NA"
-// and "NaN" (any case) mark a missing value and become NaN, blank lines
+// Read reads the column from r. Cells are read as in ReadCSV: "", "NaN"
+// and the markers of common sources ("NA", "null", ".", "#N/A", …; see
+// ReadCSV) mark a missing value and become NaN, blank lines
 // are skipped (a file with a column to pick has several columns, whose
 // missing rows are ",,"), a leading UTF-8 byte order mark is ignored. Rows may have
 // different numbers of cells (the other columns are not read), but every

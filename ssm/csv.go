@@ -45,8 +45,9 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // with a digit, a sign or '.': a first row such as "0.5x" is a malformed
 // number, a *ParseError on line 1, not a header. A header whose names all
 // look like numbers is read as data. Whitespace around a cell is ignored.
-// The cells "", "NA" (any case) and "NaN" (any case) mark a missing
-// component and become NaN. In a one-column file an empty cell is an
+// The cells "", "NaN", "NA" (R), "null" (Yahoo Finance), "." (FRED),
+// "#N/A", "N/A", "#N/A N/A" (Excel, Bloomberg) and "None" (pandas), in
+// any case, mark a missing component and become NaN. In a one-column file an empty cell is an
 // empty line, so there a blank line after the header (or from the start,
 // without one) and before the last data row is a missing value (pandas'
 // to_csv of a series with gaps writes them so; skipping them would shift
@@ -368,10 +369,30 @@ func (k cellKind) message(cell string) string {
 	return fmt.Sprintf("non-numeric cell %s", quoteCell(cell))
 }
 
+// missingMarkers are the cells (besides "" and NaN) that data sources
+// write for a missing value, compared in any case: R's NA, Yahoo
+// Finance's null, FRED's ".", Excel's and Bloomberg's #N/A, pandas'
+// None. None of them can be a number, so reading them as missing never
+// hides a malformed value.
+var missingMarkers = []string{"NA", "null", ".", "#N/A", "N/A", "#N/A N/A", "None"}
+
+// missingMarker reports whether the trimmed cell s marks a missing value.
+func missingMarker(s string) bool {
+	if s == "" {
+		return true
+	}
+	for _, m := range missingMarkers {
+		if strings.EqualFold(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseCell reads one cell; missing cells are NaN.
 func parseCell(cell string) (float64, cellKind) {
 	s := strings.TrimSpace(cell)
-	if s == "" || strings.EqualFold(s, "NA") {
+	if missingMarker(s) {
 		return math.NaN(), cellMissing
 	}
 	v, err := strconv.ParseFloat(s, 64)

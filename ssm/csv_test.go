@@ -43,6 +43,12 @@ func TestReadCSV(t *testing.T) {
 		{"header and missing markers", "y1,y2\n1, 2\n NA ,nan\n\"3\",\nNaN,na\n", 2,
 			[]float64{1, 2, nan, nan, 3, nan, nan, nan}},
 		{"header with a missing cell", ",x\n1,2\n", 2, []float64{1, 2}},
+		// What data sources write for a gap: Yahoo Finance null, FRED ".",
+		// Excel and Bloomberg #N/A, pandas None.
+		{"FRED's dot", "DATE_VALUE\n1.5\n.\n2\n", 1, []float64{1.5, nan, 2}},
+		{"first row a FRED dot is data", ".\n2\n", 1, []float64{nan, 2}},
+		{"source markers", "a,b,c\nnull,NULL,#N/A\nN/A,n/a,None\n#N/A N/A, none ,1\n", 3,
+			[]float64{nan, nan, nan, nan, nan, nan, nan, nan, 1}},
 		{"whitespace around cells", "  1.5 ,\t-2 \n", 2, []float64{1.5, -2}},
 		// One column: an empty cell is an empty line, a missing value
 		// (pandas writes a series' gaps so); trailing blank lines are not.
@@ -134,7 +140,7 @@ func TestReadCSVErrors(t *testing.T) {
 		{"+Infinity", "x\n+Infinity\n", 2, 1, "infinite"},
 		{"overflow", "1e999\n", 1, 1, "overflows"},
 		{"negative overflow after header", "y\n2\n-1e400\n", 3, 1, "overflows"},
-		{"NA-like text", "y\nN/A\n", 2, 1, "non-numeric"},
+		{"text that marks no gap", "y\nn.v.\n", 2, 1, "non-numeric"},
 		{"signed NaN is not a marker", "y\n-nan\n", 2, 1, "non-numeric"},
 		{"bare quote", "1,2\n3,4\"\n", 2, 0, "malformed CSV"},
 		{"unterminated quote", "x\n1\n\"abc\n", 3, 0, "malformed CSV"},

@@ -174,7 +174,8 @@
 // shapes in O(1); CheckFinite scans the values for ±Inf.
 //
 // ReadCSV reads one sequence, one column per observation component, with
-// an optional header; "", "NA" and "NaN" are missing. CSVDataset (and
+// an optional header; "", "NaN" and the missing-value markers of common
+// sources (NA, null, ".", #N/A, N/A, None) are missing. CSVDataset (and
 // ReadCSVDataset) read several sequences told apart by an id column.
 // Malformed input gives a *ParseError naming the line and column and
 // wrapping ErrData; the readers never panic. WriteCSV writes the format

@@ -51,7 +51,7 @@ func main() {
 type config struct {
 	model, data, id, col, out, checkpoint string
 	proposal                              compare.ProposalFlag
-	kalman, json, quiet                   bool
+	kalman, json, quiet, returns          bool
 	nodes                                 int
 	set                                   sgmcmc.FitSettings
 	st                                    stateOpts // -states, -forecast (states.go)
@@ -67,8 +67,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	c.set.RegisterFlags(fs) // -S -B -N -Ncv -filter -gradient -step -warmup -adapt -iters -time -thin -chains -seed -ksd -q
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
-	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells and NaN are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
+	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells, NaN, NA, null, '.' and #N/A are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
+	fs.BoolVar(&c.returns, "returns", false, "fit the percent log returns 100·(log y_t − log y_{t−1}) of the data: prices or index levels (a missing price makes both returns that use it missing)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
@@ -113,6 +114,11 @@ func loadData(c *config) (ssm.Dataset, error) {
 	}
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate: %w", c.data, err)
+	}
+	for j := 0; c.returns && j < len(data.Sequences); j++ { // new slices: a mapped .bin file is only read
+		if data.Sequences[j], err = ssm.LogReturns(data.Sequences[j], 100); err != nil {
+			return data, fmt.Errorf("%s: sequence %d: -returns: %w", c.data, j, err)
+		}
 	}
 	// A sequence shorter than S is one whole window (gradient.Subsequencer).
 	for j, seq := range data.Sequences {

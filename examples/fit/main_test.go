@@ -550,3 +550,72 @@ func runJSONArgs(args []string) (string, error) {
 func dataWarnings(model string, data ssm.Dataset) []string {
 	return modelNamed[model].(ssm.DataChecker).CheckData(data)
 }
+
+// TestReturnsFlag: a price download (Yahoo Finance's layout: Date, Open,
+// Close, with a "null" row) fitted with -col Close -returns gives the
+// percent log returns the prices were built from, a missing price making
+// the two returns that use it missing; the prices themselves draw the
+// levels warning, and -returns on returns is an error naming the row.
+func TestReturnsFlag(t *testing.T) {
+	dax, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gap = 100 // the price after the 100th return is missing
+	var b strings.Builder
+	b.WriteString("Date,Open,Close\n")
+	p := 1000.0
+	fmt.Fprintf(&b, "d0,null,%.17g\n", p)
+	for i, r := range dax.Y {
+		p *= math.Exp(r / 100)
+		if i+1 == gap {
+			fmt.Fprintf(&b, "d%d,null,null\n", i+1)
+			continue
+		}
+		fmt.Fprintf(&b, "d%d,1,%.17g\n", i+1, p)
+	}
+	path := filepath.Join(t.TempDir(), "prices.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := func(args ...string) (ssm.Dataset, error) {
+		c, err := parseFlags(append([]string{"-data", path, "-col", "Close", "-q"}, args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loadData(c)
+	}
+	d, err := load("-returns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := d.Sequences[0]
+	if got.Len() != dax.Len() {
+		t.Fatalf("%d returns, want %d", got.Len(), dax.Len())
+	}
+	worst := 0.0
+	for i, r := range dax.Y {
+		if missing := i == gap-1 || i == gap; missing != math.IsNaN(got.Y[i]) {
+			t.Errorf("return %d = %v: missing %v", i, got.Y[i], missing)
+		} else if !missing {
+			worst = math.Max(worst, math.Abs(got.Y[i]-r))
+		}
+	}
+	if worst > 1e-9 {
+		t.Errorf("returns differ from the DAX returns by up to %g", worst)
+	}
+	prices, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(dataWarnings("svm", prices), " "); !strings.Contains(w, "look like prices") {
+		t.Errorf("prices fitted as returns: warnings %q, want the levels warning", w)
+	}
+	c, err := parseFlags([]string{"-data", daxPath, "-returns", "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadData(c); err == nil || !strings.Contains(err.Error(), "-returns") || !strings.Contains(err.Error(), "observation 0, component 0 is -0.99") {
+		t.Errorf("-returns on returns: error %v, want one naming the first negative value", err)
+	}
+}

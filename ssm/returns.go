@@ -1,0 +1,44 @@
+package ssm
+
+import (
+	"fmt"
+	"math"
+)
+
+// LogReturns returns the log returns scale·(log y_t − log y_{t−1}),
+// t = 1..T−1, of a sequence of prices or index levels, component by
+// component: T−1 rows of s.Obs components. Stochastic volatility and
+// GARCH models describe returns (zero-mean, symmetric), not the levels a
+// price download holds; scale 100 gives returns in percent, the unit the
+// default priors of models.SVM and models.GARCH assume.
+//
+// A missing price (NaN) makes both returns that use it missing: the
+// models have no term for the sum of two days' returns, and a return over
+// a gap spans several steps of the state. A price that is not positive
+// (and finite) is an error naming its row and component (wrapping
+// ErrData), as are a sequence of fewer than two rows and a scale that is
+// not positive and finite. The input is only read; the result is newly
+// allocated (8·(T−1)·Obs bytes, also for a memory-mapped input).
+func LogReturns(s Sequence, scale float64) (Sequence, error) {
+	if err := s.Validate(0); err != nil {
+		return Sequence{}, err
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return Sequence{}, fmt.Errorf("%w: log-return scale %v must be positive and finite", ErrData, scale)
+	}
+	T, d := s.Len(), s.Obs
+	if T < 2 {
+		return Sequence{}, fmt.Errorf("%w: log returns need at least 2 rows of prices, got %d", ErrData, T)
+	}
+	for i, v := range s.Y {
+		if !(v > 0) && !math.IsNaN(v) || math.IsInf(v, 0) {
+			return Sequence{}, fmt.Errorf("%w: observation %d, component %d is %v: log returns need positive prices (fit returns as they are, without taking log returns)", ErrData, i/d, i%d, v)
+		}
+	}
+	r := Sequence{Obs: d, Y: make([]float64, (T-1)*d)}
+	for i := range r.Y {
+		// NaN in either price propagates through the difference.
+		r.Y[i] = scale * (math.Log(s.Y[i+d]) - math.Log(s.Y[i]))
+	}
+	return r, nil
+}

@@ -1,0 +1,71 @@
+package ssm_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+func TestLogReturns(t *testing.T) {
+	// Prices built from known percent returns come back as those returns.
+	want := []float64{1.5, -0.25, 3, -2}
+	p := []float64{50}
+	for _, r := range want {
+		p = append(p, p[len(p)-1]*math.Exp(r/100))
+	}
+	got, err := ssm.LogReturns(ssm.Sequence{Obs: 1, Y: p}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Obs != 1 || got.Len() != len(want) {
+		t.Fatalf("got %d rows of %d, want %d of 1", got.Len(), got.Obs, len(want))
+	}
+	for i, w := range want {
+		if math.Abs(got.Y[i]-w) > 1e-12 {
+			t.Errorf("return %d = %.15g, want %g", i, got.Y[i], w)
+		}
+	}
+
+	// Two components, a missing price: both returns that use it are
+	// missing, the other component is untouched; the input is not changed.
+	in := []float64{1, 10, math.NaN(), 20, 4, 40}
+	two, err := ssm.LogReturns(ssm.Sequence{Obs: 2, Y: in}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln2 := math.Ln2
+	wantTwo := []float64{math.NaN(), ln2, math.NaN(), ln2}
+	for i, w := range wantTwo {
+		if math.IsNaN(w) != math.IsNaN(two.Y[i]) || !math.IsNaN(w) && math.Abs(two.Y[i]-w) > 1e-15 {
+			t.Errorf("two components: value %d = %v, want %v", i, two.Y[i], w)
+		}
+	}
+	if !math.IsNaN(in[2]) || in[5] != 40 {
+		t.Errorf("input changed: %v", in)
+	}
+}
+
+func TestLogReturnsErrors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		s     ssm.Sequence
+		scale float64
+		msg   string
+	}{
+		{"zero price", ssm.Sequence{Obs: 1, Y: []float64{1, 0, 2}}, 100, "observation 1, component 0 is 0"},
+		{"negative price (returns given)", ssm.Sequence{Obs: 1, Y: []float64{0.5, -1.2}}, 100, "observation 1, component 0 is -1.2"},
+		{"infinite price", ssm.Sequence{Obs: 2, Y: []float64{1, 1, 1, math.Inf(1)}}, 100, "observation 1, component 1 is +Inf"},
+		{"one row", ssm.Sequence{Obs: 1, Y: []float64{3}}, 100, "at least 2 rows"},
+		{"empty", ssm.Sequence{Obs: 1}, 100, "length 0"},
+		{"zero scale", ssm.Sequence{Obs: 1, Y: []float64{1, 2}}, 0, "scale 0"},
+		{"NaN scale", ssm.Sequence{Obs: 1, Y: []float64{1, 2}}, math.NaN(), "scale NaN"},
+	} {
+		_, err := ssm.LogReturns(c.s, c.scale)
+		if err == nil || !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: error %v, want ErrData naming %q", c.name, err, c.msg)
+		}
+	}
+}
