@@ -103,7 +103,7 @@ func (d *drawFile) Snapshot() ([]byte, error) {
 
 // Resume implements Resumer: the Trace gets the draws up to the
 // checkpointed length, and later ones are cut from the file.
-func (d *drawFile) Resume(info Info, state []byte) error {
+func (d *drawFile) Resume(info Info, state []byte) (err error) {
 	if err := d.check(info); err != nil {
 		return err
 	}
@@ -116,17 +116,19 @@ func (d *drawFile) Resume(info Info, state []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
 	}
+	defer func() {
+		if err != nil { // else d owns f
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	switch {
 	case err != nil:
-		f.Close()
 		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
 	case n%rec != 0 || st.Size() < n:
-		f.Close()
 		return fmt.Errorf("%w: %s has %d bytes, the checkpoint expects %d in records of %d", ErrCheckpoint, d.path, st.Size(), n, rec)
 	}
 	if err := d.t.Init(info); err != nil {
-		f.Close()
 		return err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, n), 64<<10)
@@ -134,13 +136,11 @@ func (d *drawFile) Resume(info Info, state []byte) error {
 	dr := Draw{U: u}
 	for range n / rec {
 		if _, err := io.ReadFull(r, d.row); err != nil {
-			f.Close()
 			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, d.path, err)
 		}
 		get := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(d.row[8*i:])) }
 		c := get(0)
 		if !(c >= 0 && c < float64(info.Chains) && c == math.Trunc(c)) {
-			f.Close()
 			return fmt.Errorf("%w: %s: a draw of chain %v in a run of %d chains", ErrCheckpoint, d.path, c, info.Chains)
 		}
 		dr.Chain, dr.Iter, dr.Elapsed, dr.LogPost = int(c), int(get(1)), time.Duration(get(2)), get(3)
@@ -148,16 +148,13 @@ func (d *drawFile) Resume(info Info, state []byte) error {
 			u[i] = get(4 + i)
 		}
 		if err := d.t.Record(&dr); err != nil {
-			f.Close()
 			return err
 		}
 	}
 	if err := f.Truncate(n); err != nil {
-		f.Close()
 		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
 	}
 	if _, err := f.Seek(n, io.SeekStart); err != nil {
-		f.Close()
 		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
 	}
 	d.open(f, n)
