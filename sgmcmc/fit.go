@@ -245,9 +245,11 @@ type FitSettings struct {
 	Progress io.Writer
 
 	// KSDDraws is the number of kept draws (evenly thinned) at which the
-	// kernel Stein discrepancy is computed from full-data scores (one
-	// tiling pass each). 0 means 50, or none when the data have more than
-	// 10⁵ observations; negative skips it.
+	// kernel Stein discrepancy is computed from full-data scores: one exact
+	// pass over the data each with a deterministic filter (the model's
+	// exact scorer or a grid), one tiling of buffered blocks each with
+	// particles. 0 means 50, or none when the data have more than 10⁵
+	// observations; negative skips it.
 	KSDDraws int
 }
 

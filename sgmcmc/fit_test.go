@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/ksd"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -623,5 +625,58 @@ func TestFitNewtonWarning(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no Newton warning in %q", post.Warnings)
+	}
+}
+
+// TestFitKSDExactScores: with a deterministic filter the KSD of a
+// control-variate fit uses the exact full-data scores (one pass of the
+// data each), not buffered tilings (three passes each, and the buffers'
+// bias): Posterior.KSD equals ksd.Compute over the same thinned draws
+// with scores from the Kalman filter over all the data plus the prior's.
+func TestFitKSDExactScores(t *testing.T) {
+	// A persistent state seen through much noise: the Kalman filter
+	// forgets its start slowly (φ(1 − K) ≈ 0.98 per step), so buffers of
+	// 40 leave the tiled scores visibly off the full-data ones.
+	m := models.LGSSM{}
+	_, seq, err := m.Simulate(600, []float64{math.Atanh(0.99), math.Log(0.2), math.Log(2)}, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const K = 12
+	post, err := sgmcmc.Fit(context.Background(), m, ssm.Dataset{Sequences: []ssm.Sequence{seq}},
+		sgmcmc.FitSettings{Seed: 2, Gradient: sgmcmc.ControlVariateGradient, Iterations: 100, AdaptWindow: 100, Chains: 2, KSDDraws: K})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if post.Preparation.Gradient != sgmcmc.ControlVariateGradient || post.KSD == nil {
+		t.Fatalf("gradient %v, KSD %v: want the control variate and a KSD", post.Preparation.Gradient, post.KSD)
+	}
+	const p = 3
+	var pooled []float64
+	for _, c := range post.U {
+		pooled = append(pooled, c...)
+	}
+	n := len(pooled) / p
+	x, score := make([]float64, K*p), make([]float64, K*p)
+	prior := make([]float64, p)
+	for i := range K {
+		u := pooled[i*n/K*p : (i*n/K+1)*p]
+		copy(x[i*p:], u)
+		g := score[i*p : (i+1)*p]
+		if _, err := m.ExactScore(g, u, seq, ssm.Full(seq.Len())); err != nil {
+			t.Fatal(err)
+		}
+		m.LogPrior(prior, u)
+		for j := range g {
+			g[j] += prior[j]
+		}
+	}
+	want, err := ksd.Compute(x, score, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("KSD %.10g, from the Kalman filter's scores %.10g", post.KSD.KSD, want.KSD)
+	if math.Abs(post.KSD.KSD-want.KSD) > 1e-9*want.KSD {
+		t.Errorf("KSD %.10g, want %.10g from the exact full-data scores", post.KSD.KSD, want.KSD)
 	}
 }

@@ -120,7 +120,7 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	pr := p.Preparation
 	var b strings.Builder
 	if p.KSD != nil {
-		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores by tiling)\n", p.KSD.KSD, p.KSD.N)
+		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores)\n", p.KSD.KSD, p.KSD.N)
 	}
 	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %s sampling iterations per chain\n",
 		pr.StepSize, pr.IAT, p.BurnIn, p.iterationRange())

@@ -78,7 +78,7 @@ func TestWriteDiagnostics(t *testing.T) {
 	if err := p.WriteDiagnostics(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "KSD = 6.25 (in u, over 40 draws, full-data scores by tiling)\n" +
+	want := "KSD = 6.25 (in u, over 40 draws, full-data scores)\n" +
 		"step 0.25 (posterior-scale), autocorrelation time ≈ 3; 150 adaptation + 200 sampling iterations per chain\n" +
 		"gradient noise variance per coordinate of u, control variate / plain: [0.25 0.002] (at the chains' states)\n" +
 		"preparation 1.3 s, sampling 2.5 s, total 4.0 s\n" +
