@@ -198,6 +198,9 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 	}
 	rec[0] = strings.TrimPrefix(rec[0], "\uFEFF")
 	width := len(rec)
+	// A semicolon-separated file (European spreadsheets, with decimal
+	// commas) reads as one column whose rows then split at the commas.
+	semicolons := width == 1 && strings.Contains(rec[0], ";")
 	line, _ := cr.FieldPos(0)
 	lastLine, _ := cr.FieldPos(width - 1)
 
@@ -253,7 +256,11 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 		if !header && !(oneColumn && strings.TrimSpace(rec[0]) == "") {
 			if len(rec) != width {
 				col := min(len(rec), width) + 1
-				return csvResult{}, &ParseError{Line: line, Column: col, Msg: fmt.Sprintf("row has %d fields, the first row has %d", len(rec), width)}
+				msg := fmt.Sprintf("row has %d fields, the first row has %d", len(rec), width)
+				if semicolons {
+					msg += semicolonHint
+				}
+				return csvResult{}, &ParseError{Line: line, Column: col, Msg: msg}
 			}
 			k := 0
 			if idCol >= 0 {
@@ -291,7 +298,14 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				v, kind := parseCell(cell)
 				if kind != cellNumber && kind != cellMissing {
 					l, _ := cr.FieldPos(i)
-					return csvResult{}, &ParseError{Line: l, Column: i + 1, Msg: kind.message(cell)}
+					msg := kind.message(cell)
+					switch {
+					case semicolons || strings.Contains(cell, ";"):
+						msg += semicolonHint
+					case kind == cellBad && width > 1 && idCol < 0:
+						msg += " (a date or label column? Read the value column alone: CSVColumn, or -col in examples/fit)"
+					}
+					return csvResult{}, &ParseError{Line: l, Column: i + 1, Msg: msg}
 				}
 				y = append(y, v)
 			}
@@ -315,6 +329,10 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 	}
 	return res, nil
 }
+
+// semicolonHint ends the message of a row that a semicolon-separated file
+// (European spreadsheets, decimal commas) makes malformed.
+const semicolonHint = "; the data hold ';': a semicolon-separated file? The reader takes comma-separated values with '.' decimals"
 
 // looksLikeHeader reports whether the first row rec is a header: some
 // cell other than the id column is not a number or a missing marker, and

@@ -131,6 +131,10 @@ func TestReadCSVErrors(t *testing.T) {
 		{"header then blank lines", "x,y\n\n\n", 2, 0, "no data rows"},
 		{"non-numeric cell", "1,2\n3,abc\n", 2, 2, `non-numeric cell "abc"`},
 		{"non-numeric after header", "a,b\n1,2\n3, x\n", 3, 2, `"x"`},
+		// Hints for what spreadsheets and downloads hold.
+		{"date column", "date,y\n2020-01-02,1.5\n", 2, 1, `"2020-01-02" (a date or label column? Read the value column alone`},
+		{"semicolons with decimal commas", "Datum;Rendite\n2020-01-02;1,5\n", 2, 2, "row has 2 fields, the first row has 1; the data hold ';': a semicolon-separated file?"},
+		{"semicolon in a cell", "y\n1;2\n", 2, 1, `"1;2"; the data hold ';'`},
 		{"non-numeric on a later line of a multi-line record", "a,b\n\"1\n\",zz\n", 3, 2, `"zz"`},
 		{"short row", "1,2\n3\n", 2, 2, "row has 1 fields, the first row has 2"},
 		{"long row", "1,2\n3,4,5\n", 2, 3, "row has 3 fields"},

@@ -113,7 +113,7 @@ func loadData(c *config) (ssm.Dataset, error) {
 		return data, err
 	}
 	if err := data.Validate(1); err != nil {
-		return data, fmt.Errorf("%s: the models are univariate: %w", c.data, err)
+		return data, fmt.Errorf("%s: the models are univariate (pick a column with -col; a decimal comma, 0,5, makes two columns): %w", c.data, err)
 	}
 	for j := 0; c.returns && j < len(data.Sequences); j++ { // new slices: a mapped .bin file is only read
 		if data.Sequences[j], err = ssm.LogReturns(data.Sequences[j], 100); err != nil {
