@@ -47,15 +47,17 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // look like numbers is read as data. Whitespace around a cell is ignored.
 // The cells "", "NaN", "NA" (R), "null" (Yahoo Finance), "." (FRED),
 // "#N/A", "N/A", "#N/A N/A" (Excel, Bloomberg) and "None" (pandas), in
-// any case, mark a missing component and become NaN. In a one-column file an empty cell is an
-// empty line, so there a blank line after the header (or from the start,
-// without one) and before the last data row is a missing value (pandas'
-// to_csv of a series with gaps writes them so; skipping them would shift
-// every later observation in time); trailing blank lines (and lines of
-// spaces, or an empty quoted cell, at the end) are ignored. In
-// a file of several columns blank lines are skipped (a missing row is
-// ",,"). A leading UTF-8 byte order mark is ignored. Numbers are read
-// with strconv.ParseFloat.
+// any case, mark a missing component and become NaN. In a one-column
+// file an empty cell is an empty line, so there a blank line after the
+// header (or from the start, without one) and before the last data row
+// is a missing value (pandas' to_csv of a series with gaps writes them
+// so; skipping them would shift every later observation in time);
+// trailing blank lines (and lines of spaces, or an empty quoted cell, at
+// the end) are ignored. In a file of several columns blank lines are
+// skipped (a missing row is ",,"). A leading UTF-8 byte order mark is
+// ignored. Numbers are read with strconv.ParseFloat. A non-numeric cell
+// in a file of several columns, or a row split by ';', gets a hint in its
+// error (a date column; a semicolon-separated file).
 //
 // Every row must have as many cells as the first. A non-numeric cell, a
 // ragged row, an infinite value (Inf, 1e999), input with no data rows or a
