@@ -598,6 +598,20 @@ func TestFitGuards(t *testing.T) {
 	if !found || len(post.U) > 2 {
 		t.Errorf("interrupted in the first wave: %d chains, warnings %q", len(post.U), post.Warnings)
 	}
+	// The interrupt's warning counts the iterations the summary uses: the
+	// chains' kept draws (it said the fewest iterations run while the
+	// report said "109–150").
+	lo, hi := math.MaxInt, 0
+	for _, c := range post.U {
+		lo, hi = min(lo, len(c)/3), max(hi, len(c)/3)
+	}
+	want := fmt.Sprintf("interrupted after %d iterations per chain", lo)
+	if lo < hi {
+		want = fmt.Sprintf("interrupted after %d–%d iterations per chain", lo, hi)
+	}
+	if !slices.ContainsFunc(post.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("warnings %q: want one starting %q", post.Warnings, want)
+	}
 }
 
 // TestFitNewtonWarning: Newton steps that end far from converged become a

@@ -306,7 +306,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	switch {
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
-		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %d iterations per chain: the summary uses the %d draws kept so far", post.Iterations, post.Draws()))
+		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %s iterations per chain: the summary uses the %d draws kept so far", post.iterationRange(), post.Draws()))
 	case f.budgetSpent(res, post):
 		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), done))
 	case runErr != nil && stopped == 0:
