@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -27,7 +28,13 @@ import (
 //   - under the SVM and GARCH (any prior), 20 or more observed values none
 //     of which is negative are levels (prices, an index) or absolute
 //     returns, not the returns these models describe (symmetric about 0:
-//     20 positive returns by chance have probability 2⁻²⁰).
+//     20 positive returns by chance have probability 2⁻²⁰);
+//   - for any model, a value more than 100 robust sds (1.4826 × the
+//     median absolute deviation) from the median is named with its place:
+//     a data error or a missing-value code (−999, 9999), not a return;
+//     the scale checks are then not made (one such value inflates the
+//     sd). The median and MAD come from at most 10⁵ evenly strided
+//     values.
 //
 // The scale checks apply to LGSSM, SVM and GARCH values (or pointers) with
 // a nil Prior; a model with a prior of its own, or of another type, gets
@@ -39,10 +46,18 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 	constant := true
 	zeros, negative := 0, 0
 	lo := math.Inf(1)
-	for _, seq := range data.Sequences {
-		for _, y := range seq.Y {
+	med, rsd := robustScale(data)
+	var far outlier // the value farthest from med, in units of rsd
+	for si, seq := range data.Sequences {
+		for i, y := range seq.Y {
 			if math.IsNaN(y) {
 				continue
+			}
+			if z := math.Abs(y-med) / rsd; z > outlierZ { // rsd NaN: never
+				far.count++
+				if z > far.z {
+					far.z, far.y, far.seq, far.i, far.obs = z, y, si, i, seq.Obs
+				}
 			}
 			if y == 0 {
 				zeros++
@@ -72,13 +87,18 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 		return warn
 	}
 	var warn []string
+	if far.count > 0 {
+		warn = append(warn, far.warning(med, rsd, len(data.Sequences) > 1))
+	}
 	levels := negative == 0 && n >= minLevels && returnsModel(m)
 	if levels { // the scale checks below assume returns: not said as well
 		warn = append(warn, fmt.Sprintf("none of the %.0f observed values is negative (they run from %.4g to %.4g): the SVM and GARCH "+
 			"model returns (symmetric about 0), so these look like prices, index levels or absolute returns; fit percent log returns "+
 			"100*(log p_t - log p_{t-1}) instead (ssm.LogReturns, or examples/fit -returns)", n, lo, big))
 	}
-	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior && !levels {
+	// The scale checks below assume returns and no gross errors: with
+	// either, their advice (rescale) would mislead.
+	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior && !levels && far.count == 0 {
 		v := m2 / (n - 1)
 		sd := math.Sqrt(v)
 		switch {
@@ -97,6 +117,90 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 		warn = append(warn, svmZeros(zeros, n))
 	}
 	return warn
+}
+
+// outlierZ is the distance from the median, in robust sds, beyond which a
+// value is taken for a data error: the largest daily return of the S&P 500
+// since 1950 (−20.5% on 19 October 1987) is about 30 of them, a code such
+// as −999 in a series of unit scale about 1000.
+const outlierZ = 100
+
+// outlierSample is the most values robustScale reads.
+const outlierSample = 100000
+
+// robustScale returns the median of the observed values and 1.4826 times
+// their median absolute deviation (the sd of a normal law), from at most
+// outlierSample values at an even stride over the data (so that it costs
+// nothing at T = 10⁸); NaN, NaN for fewer than minLevels of them, and a
+// NaN scale when a quarter or more of them equal the median.
+func robustScale(data ssm.Dataset) (med, rsd float64) {
+	total := 0
+	for _, seq := range data.Sequences {
+		total += len(seq.Y)
+	}
+	stride := max(1, total/outlierSample)
+	var x []float64
+	for _, seq := range data.Sequences {
+		for i := 0; i < len(seq.Y); i += stride {
+			if v := seq.Y[i]; !math.IsNaN(v) {
+				x = append(x, v)
+			}
+		}
+	}
+	if len(x) < minLevels {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(x)
+	med = median(x)
+	lo, _ := slices.BinarySearch(x, med)
+	hi, _ := slices.BinarySearch(x, math.Nextafter(med, math.Inf(1)))
+	if 4*(hi-lo) >= len(x) {
+		// A quarter or more of the values equal the median (zeros of
+		// stale prices): the MAD measures the gap to their neighbours,
+		// not the spread, and would flag every other value.
+		return med, math.NaN()
+	}
+	for i, v := range x {
+		x[i] = math.Abs(v - med)
+	}
+	slices.Sort(x)
+	return med, 1.4826 * median(x)
+}
+
+// median returns the median of the sorted x.
+func median(x []float64) float64 {
+	k := len(x) / 2
+	if len(x)%2 == 1 {
+		return x[k]
+	}
+	return 0.5 * (x[k-1] + x[k])
+}
+
+// outlier is the observed value farthest beyond outlierZ robust sds from
+// the median (y, its distance z, where it is) and how many values lie
+// beyond.
+type outlier struct {
+	y, z        float64
+	seq, i, obs int
+	count       int
+}
+
+// warning names the outlier and the codes that typically make one.
+func (o outlier) warning(med, rsd float64, many bool) string {
+	where := fmt.Sprintf("observation %d", o.i/o.obs)
+	if o.obs > 1 {
+		where += fmt.Sprintf(", component %d", o.i%o.obs)
+	}
+	if many {
+		where = fmt.Sprintf("sequence %d, ", o.seq) + where
+	}
+	more := ""
+	if o.count > 1 {
+		more = fmt.Sprintf(" (and %d more values beyond %d)", o.count-1, outlierZ)
+	}
+	return fmt.Sprintf("%s (counting from 0) is %.6g, %.3g robust sds (1.4826 × MAD = %.3g) from the median %.3g%s: "+
+		"a data error, a price among returns or a missing-value code such as -999 or 9999? Correct it or mark it missing (NA); "+
+		"one such value dominates the likelihood", where, o.y, o.z, rsd, med, more)
 }
 
 // minLevels is the number of observed values from which a series without a
