@@ -36,9 +36,9 @@ import (
 //     sd). The median and MAD come from at most 10⁵ evenly strided
 //     values.
 //
-// The scale checks apply to LGSSM, SVM and GARCH values (or pointers) with
-// a nil Prior; a model with a prior of its own, or of another type, gets
-// only the first check. The sd and variance pool every observed (non-NaN)
+// The scale checks (the second and third) apply to LGSSM, SVM and GARCH
+// values (or pointers) with a nil Prior; the others to any prior, and the
+// first and last to any model. The sd and variance pool every observed (non-NaN)
 // value of every sequence and component, so DataWarnings reads all the
 // data once (a memory-mapped sequence is paged in).
 func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
