@@ -33,7 +33,7 @@ import (
 //     median absolute deviation) from the median is named with its place:
 //     a data error or a missing-value code (−999, 9999), not a return;
 //     the scale checks are then not made (one such value inflates the
-//     sd). The median and MAD come from at most 10⁵ evenly strided
+//     sd). The median and MAD come from at most 2·10⁴ evenly strided
 //     values.
 //
 // The scale checks (the second and third) apply to LGSSM, SVM and GARCH
@@ -47,13 +47,14 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 	zeros, negative := 0, 0
 	lo := math.Inf(1)
 	med, rsd := robustScale(data)
+	inv := 1 / rsd
 	var far outlier // the value farthest from med, in units of rsd
 	for si, seq := range data.Sequences {
 		for i, y := range seq.Y {
 			if math.IsNaN(y) {
 				continue
 			}
-			if z := math.Abs(y-med) / rsd; z > outlierZ { // rsd NaN: never
+			if z := math.Abs(y-med) * inv; z > outlierZ { // rsd NaN: never
 				far.count++
 				if z > far.z {
 					far.z, far.y, far.seq, far.i, far.obs = z, y, si, i, seq.Obs
@@ -125,8 +126,10 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 // as −999 in a series of unit scale about 1000.
 const outlierZ = 100
 
-// outlierSample is the most values robustScale reads.
-const outlierSample = 100000
+// outlierSample is the most values robustScale reads: the MAD of 2·10⁴
+// values is within about 1% of the data's, and sorting them costs
+// milliseconds.
+const outlierSample = 20000
 
 // robustScale returns the median of the observed values and 1.4826 times
 // their median absolute deviation (the sd of a normal law), from at most

@@ -156,3 +156,19 @@ func TestDataWarningsOutliers(t *testing.T) {
 		t.Errorf("S&P 500 returns: warnings %q, want none", got)
 	}
 }
+
+// BenchmarkDataWarnings: the checks Fit makes before it starts, on 10⁶
+// values (one pass, plus the robust scale's 2·10⁴ strided values).
+func BenchmarkDataWarnings(b *testing.B) {
+	y := make([]float64, 1000000)
+	for i := range y {
+		y[i] = math.Sin(float64(i)) * (1 + 0.5*math.Cos(float64(i)/1000))
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if w := models.DataWarnings(models.SVM{}, data); w != nil {
+			b.Fatal(w)
+		}
+	}
+}
