@@ -179,7 +179,9 @@
 // ReadCSVDataset) read several sequences told apart by an id column.
 // Malformed input gives a *ParseError naming the line and column and
 // wrapping ErrData; the readers never panic. WriteCSV writes the format
-// back.
+// back. LogReturns turns prices or index levels into the log returns
+// scale·(log y_t − log y_{t−1}) that stochastic volatility and GARCH
+// models describe (scale 100: percent).
 //
 // Long series are stored as raw little-endian float64, row-major, without
 // a header (WriteBinary; NumPy's y.astype("<f8").tofile). OpenBinary maps
