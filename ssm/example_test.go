@@ -93,3 +93,26 @@ func ExampleOpenBinary() {
 	// Output:
 	// 3 [5 6] <nil>
 }
+
+// A price download (here with Yahoo Finance's "null" for a holiday) becomes
+// the percent log returns that the SVM and GARCH describe; the missing
+// price makes both returns that use it missing.
+func ExampleLogReturns() {
+	prices, err := ssm.CSVColumn{Name: "Close"}.Read(strings.NewReader(
+		"Date,Close\n2024-01-02,100\n2024-01-03,101\n2024-01-04,null\n2024-01-05,99.5\n2024-01-08,100.5\n"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := ssm.LogReturns(prices, 100)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, v := range r.Y {
+		fmt.Printf("%.4f\n", v)
+	}
+	// Output:
+	// 0.9950
+	// NaN
+	// NaN
+	// 1.0000
+}
