@@ -115,9 +115,11 @@ func loadData(c *config) (ssm.Dataset, error) {
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate (pick a column with -col; a decimal comma, 0,5, makes two columns): %w", c.data, err)
 	}
-	for j := 0; c.returns && j < len(data.Sequences); j++ { // new slices: a mapped .bin file is only read
-		if data.Sequences[j], err = ssm.LogReturns(data.Sequences[j], 100); err != nil {
-			return data, fmt.Errorf("%s: sequence %d: -returns: %w", c.data, j, err)
+	if c.returns {
+		for j, seq := range data.Sequences { // new slices: a mapped .bin file is only read
+			if data.Sequences[j], err = ssm.LogReturns(seq, 100); err != nil {
+				return data, fmt.Errorf("%s: sequence %d: -returns: %w", c.data, j, err)
+			}
 		}
 	}
 	// A sequence shorter than S is one whole window (gradient.Subsequencer).
