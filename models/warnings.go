@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
 // DataWarnings returns what the data say against fitting model m with its
-// default prior, one sentence per problem, or nil when nothing is amiss:
+// default prior, one sentence per problem, or nil when nothing is amiss
+// (CheckData splits them into warnings and the problems a fit should stop
+// at):
 //
 //   - a series whose observed values are all equal (or that has none)
 //     carries no information about the dynamics of any model;
@@ -42,6 +45,48 @@ import (
 // value of every sequence and component, so DataWarnings reads all the
 // data once (a memory-mapped sequence is paged in).
 func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
+	var all []string
+	for _, p := range dataProblems(m, data) {
+		all = append(all, p.text)
+	}
+	return all
+}
+
+// CheckData returns DataWarnings(m, data) in two parts: the warnings, and
+// an error wrapping ssm.ErrData that holds the problems the default prior
+// of an LGSSM, SVM or GARCH cannot accommodate, when m uses it: a scale
+// outside what it expects (sd outside [0.1, 10], or overflowing) and, for
+// the SVM and GARCH, levels instead of returns. Under that prior such data
+// give a posterior that reflects the prior, not the data, after many
+// minutes (the SVM on the DAX returns ÷ 14, sd 0.073: φ 0.998 instead of
+// 0.94, 2.5 minutes; ÷ 28: no convergence in 5 minutes), so sgmcmc.Fit
+// stops at the error before any work. A model with a prior of its own gets
+// them as warnings: its prior is the user's statement of the scale.
+func CheckData(m ssm.Model, data ssm.Dataset) ([]string, error) {
+	var warn, fatal []string
+	for _, p := range dataProblems(m, data) {
+		if p.fatal {
+			fatal = append(fatal, p.text)
+		} else {
+			warn = append(warn, p.text)
+		}
+	}
+	if fatal == nil {
+		return warn, nil
+	}
+	return warn, fmt.Errorf("%w: %s (the fit stops here, before minutes of work on a posterior that would reflect the default prior, "+
+		"not the data)", ssm.ErrData, strings.Join(fatal, "; "))
+}
+
+// problem is one sentence of DataWarnings; fatal ones make CheckData's
+// error.
+type problem struct {
+	text  string
+	fatal bool
+}
+
+// dataProblems is DataWarnings with CheckData's split.
+func dataProblems(m ssm.Model, data ssm.Dataset) []problem {
 	var n, mean, m2, first, big float64 // Welford's running mean and sum of squared deviations; the largest |y|
 	constant := true
 	zeros, negative := 0, 0
@@ -77,45 +122,50 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 			m2 += d * (y - mean)
 		}
 	}
+	defaultPrior, garch := usesDefaultPrior(m)
 	switch {
 	case n == 0:
-		return []string{"the data hold no observed values: the posterior is the prior's"}
+		return []problem{{text: "the data hold no observed values: the posterior is the prior's"}}
 	case constant:
-		warn := []string{"the data are constant: they say nothing about the dynamics (the posterior of the state's parameters is close to their prior) and the fit is unlikely to be meaningful"}
+		warn := []problem{{text: "the data are constant: they say nothing about the dynamics (the posterior of the state's parameters is close to their prior) and the fit is unlikely to be meaningful"}}
 		if isSVM(m) && zeros > 0 { // all zeros: the SVM's worst case, named
-			warn = append(warn, svmZeros(zeros, n))
+			warn = append(warn, problem{text: svmZeros(zeros, n)})
 		}
 		return warn
 	}
-	var warn []string
+	var warn []problem
 	if far.count > 0 {
-		warn = append(warn, far.warning(med, rsd, len(data.Sequences) > 1))
+		warn = append(warn, problem{text: far.warning(med, rsd, len(data.Sequences) > 1)})
 	}
 	levels := negative == 0 && n >= minLevels && returnsModel(m)
 	if levels { // the scale checks below assume returns: not said as well
-		warn = append(warn, fmt.Sprintf("none of the %.0f observed values is negative (they run from %.4g to %.4g): the SVM and GARCH "+
+		warn = append(warn, problem{fatal: defaultPrior, text: fmt.Sprintf("none of the %.0f observed values is negative (they run from %.4g to %.4g): the SVM and GARCH "+
 			"model returns (symmetric about 0), so these look like prices, index levels or absolute returns; fit percent log returns "+
-			"100*(log p_t - log p_{t-1}) instead (ssm.LogReturns, or examples/fit -returns)", n, lo, big))
+			"100*(log p_t - log p_{t-1}) instead (ssm.LogReturns, or examples/fit -returns)", n, lo, big)})
 	}
 	// The scale checks below assume returns and no gross errors: with
 	// either, their advice (rescale) would mislead.
-	if defaultPrior, garch := usesDefaultPrior(m); defaultPrior && !levels && far.count == 0 {
+	if defaultPrior && !levels && far.count == 0 {
 		v := m2 / (n - 1)
 		sd := math.Sqrt(v)
+		const prior = "the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) assume data on a unit scale (e.g. returns in percent)"
 		switch {
 		case math.IsInf(sd, 0) || math.IsNaN(sd):
-			warn = append(warn, fmt.Sprintf("the data's sd overflows (a value of %.3g): the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) "+
-				"assume data on a unit scale (e.g. returns in percent): rescale the data or remove the value", big))
+			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd overflows (a value of %.3g): %s: rescale the data or remove the value", big, prior)})
 		case sd < 0.1 || sd > 10:
-			warn = append(warn, fmt.Sprintf("the data's sd is %.3g, but the default priors (sigma^2, tau^2 ~ InvGamma(2, 0.5)) "+
-				"assume data on a unit scale (e.g. returns in percent): rescale the data, or the posterior reflects the prior", sd))
+			how := "returns in fractions: multiply by 100, examples/fit -scale 100"
+			if sd > 10 {
+				how = "returns in basis points: divide by 100, examples/fit -scale 0.01"
+			}
+			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd is %.3g, but %s, and under them the posterior reflects the prior: "+
+				"rescale the data (%s) or give the model a prior of its own", sd, prior, how)})
 		case garch && v > 2:
-			warn = append(warn, fmt.Sprintf("the data's variance is %.3g, but the default GARCH prior mu ~ Uniform(0, 2) bounds the "+
-				"stationary variance of x_t by 2: rescale the data", v))
+			warn = append(warn, problem{text: fmt.Sprintf("the data's variance is %.3g, but the default GARCH prior mu ~ Uniform(0, 2) bounds the "+
+				"stationary variance of x_t by 2: rescale the data", v)})
 		}
 	}
 	if isSVM(m) && float64(zeros) >= 0.01*n {
-		warn = append(warn, svmZeros(zeros, n))
+		warn = append(warn, problem{text: svmZeros(zeros, n)})
 	}
 	return warn
 }
@@ -268,11 +318,11 @@ var (
 	_ ssm.DataChecker = GARCH{}
 )
 
-// CheckData implements ssm.DataChecker: DataWarnings(m, data).
-func (m SVM) CheckData(data ssm.Dataset) []string { return DataWarnings(m, data) }
+// CheckData implements ssm.DataChecker: CheckData(m, data).
+func (m SVM) CheckData(data ssm.Dataset) ([]string, error) { return CheckData(m, data) }
 
-// CheckData implements ssm.DataChecker: DataWarnings(m, data).
-func (m LGSSM) CheckData(data ssm.Dataset) []string { return DataWarnings(m, data) }
+// CheckData implements ssm.DataChecker: CheckData(m, data).
+func (m LGSSM) CheckData(data ssm.Dataset) ([]string, error) { return CheckData(m, data) }
 
-// CheckData implements ssm.DataChecker: DataWarnings(m, data).
-func (m GARCH) CheckData(data ssm.Dataset) []string { return DataWarnings(m, data) }
+// CheckData implements ssm.DataChecker: CheckData(m, data).
+func (m GARCH) CheckData(data ssm.Dataset) ([]string, error) { return CheckData(m, data) }

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -10,13 +11,7 @@ import (
 )
 
 func TestDataWarnings(t *testing.T) {
-	data := func(seqs ...[]float64) ssm.Dataset {
-		var d ssm.Dataset
-		for _, y := range seqs {
-			d.Sequences = append(d.Sequences, ssm.Sequence{Obs: 1, Y: y})
-		}
-		return d
-	}
+	data := dataset
 	nan := math.NaN()
 	custom := models.DefaultSVMPrior()
 	for _, c := range []struct {
@@ -171,4 +166,67 @@ func BenchmarkDataWarnings(b *testing.B) {
 			b.Fatal(w)
 		}
 	}
+}
+
+// TestCheckData: CheckData splits DataWarnings' sentences into warnings and
+// an error wrapping ssm.ErrData. Under a default prior, a scale outside
+// [0.1, 10] (with the cure in the units it suggests) and levels are the
+// error; a prior of one's own, the GARCH variance bound, zeros and gross
+// outliers leave warnings only.
+func TestCheckData(t *testing.T) {
+	seq := dataset
+	own := models.DefaultSVMPrior()
+	outlier := []float64{1e5} // and 40 values from −3.5 to 2.5: unit scale, no zeros
+	for i := range 40 {
+		outlier = append(outlier, float64(i%7)-3.5)
+	}
+	for _, c := range []struct {
+		name  string
+		model ssm.Model
+		data  ssm.Dataset
+		warn  int    // warnings expected
+		err   string // substring of the error, "" for none
+	}{
+		{"fractions, SVM", models.SVM{}, seq([]float64{0.01, -0.01, 0.005}), 0, "the data's sd is 0.0104"},
+		{"fractions: the cure", &models.GARCH{}, seq([]float64{0.01, -0.01, 0.005}), 0, "multiply by 100, examples/fit -scale 100"},
+		{"basis points: the cure", models.LGSSM{}, seq([]float64{100, -100, 50}), 0, "divide by 100, examples/fit -scale 0.01"},
+		{"overflow", models.SVM{}, seq([]float64{1, -1, 1e300}), 0, "the data's sd overflows"},
+		{"prices, default prior", models.GARCH{}, seq(levels(25, 1.1, 0.02)), 0, "look like prices"},
+		{"prices, own prior", models.SVM{Prior: own}, seq(levels(25, 1.1, 0.02)), 1, ""},
+		{"fractions, own prior", models.SVM{Prior: own}, seq([]float64{0.01, -0.01, 0.005}), 0, ""},
+		{"GARCH variance", models.GARCH{}, seq([]float64{2, -2}, []float64{1.5, -1.5}), 1, ""},
+		{"SVM zeros", models.SVM{}, seq(zeroEvery(10, 200)), 1, ""},
+		{"outlier", models.SVM{}, seq(outlier), 1, ""},
+		{"unit scale", models.SVM{}, seq([]float64{1, -1, 0.5, -0.5}), 0, ""},
+	} {
+		warn, err := models.CheckData(c.model, c.data)
+		all := models.DataWarnings(c.model, c.data)
+		if len(warn) != c.warn {
+			t.Errorf("%s: warnings %q, want %d", c.name, warn, c.warn)
+		}
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: error %v, want none", c.name, err)
+		case c.err != "" && (!errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want ssm.ErrData containing %q", c.name, err, c.err)
+		case c.err != "" && (len(all) != c.warn+1 || !strings.Contains(err.Error(), all[len(all)-1])):
+			t.Errorf("%s: DataWarnings %q does not end with the error's sentence", c.name, all)
+		}
+		// The ssm.DataChecker methods are CheckData.
+		if dc, ok := c.model.(ssm.DataChecker); ok {
+			w2, err2 := dc.CheckData(c.data)
+			if len(w2) != len(warn) || (err2 == nil) != (err == nil) {
+				t.Errorf("%s: the method gives %q, %v", c.name, w2, err2)
+			}
+		}
+	}
+}
+
+// dataset makes a data set of univariate sequences.
+func dataset(seqs ...[]float64) ssm.Dataset {
+	var d ssm.Dataset
+	for _, y := range seqs {
+		d.Sequences = append(d.Sequences, ssm.Sequence{Obs: 1, Y: y})
+	}
+	return d
 }

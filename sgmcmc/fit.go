@@ -460,8 +460,9 @@ type ProposalComponent struct {
 //     adaptive importance sampling and refitted to their draws (doc.go);
 //  4. a summary with diagnostics and warnings (Posterior), the data's
 //     first when the model checks them (ssm.DataChecker: the shipped
-//     models warn about constant data, a scale their default priors do
-//     not expect, and zeros under the SVM).
+//     models warn about constant data, gross outliers and zeros under the
+//     SVM, and stop the fit before step 1 at data their default priors
+//     cannot describe: a scale they do not expect, prices for returns).
 //
 // The error is non-nil only when no posterior can be reported; problems
 // that leave draws (chains stopped, budget exhausted) become warnings.
@@ -472,9 +473,13 @@ func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) 
 		return nil, err
 	}
 	if c, ok := model.(ssm.DataChecker); ok {
-		f.dataWarn = c.CheckData(data)
+		var err error
+		f.dataWarn, err = c.CheckData(data)
 		for _, w := range f.dataWarn {
 			f.log("warning: %s", w)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if err := f.prepare(ctx); err != nil {

@@ -507,22 +507,44 @@ func TestFitShortSequence(t *testing.T) {
 
 // TestFitDataWarnings: Fit reports what the model's ssm.DataChecker says
 // of the data, first among the warnings (only examples/fit used to print
-// them: a library user fitting returns in fractions heard nothing).
+// them: a library user heard nothing), and stops at its error before any
+// work: an LGSSM series in fractions under the default priors (which
+// used to fit for minutes to a posterior reflecting the prior), while the
+// same series with a prior of one's own fits, and a gross outlier is only
+// a warning.
 func TestFitDataWarnings(t *testing.T) {
-	y := slices.Clone(lgssmSim(t).Sequences[0].Y)
+	sim := lgssmSim(t).Sequences[0].Y
+	y := slices.Clone(sim)
 	for i := range y {
 		y[i] *= 0.01
 	}
 	data := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}}
 	var progress strings.Builder
-	post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data,
-		sgmcmc.FitSettings{Exact: true, Seed: 1, KSDDraws: -1, Iterations: 20, Chains: 2, Progress: &progress})
+	set := sgmcmc.FitSettings{Exact: true, Seed: 1, KSDDraws: -1, Iterations: 20, Chains: 2, Progress: &progress}
+	post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, data, set)
+	if post != nil || !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "the data's sd is 0.0") ||
+		!strings.Contains(err.Error(), "multiply by 100") {
+		t.Fatalf("fractions under the default prior: posterior %v, error %v; want ErrData naming the sd and the cure", post != nil, err)
+	}
+	if strings.Contains(progress.String(), "warm-up") {
+		t.Errorf("the fit did work before it stopped:\n%s", progress.String())
+	}
+	own := models.LGSSM{Prior: models.DefaultLGSSMPrior()}
+	if _, err := sgmcmc.Fit(context.Background(), own, data, set); err != nil {
+		t.Errorf("the same data under a prior of one's own: %v", err)
+	}
+
+	y = slices.Clone(sim)
+	y[7] = 1e4
+	data = ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}}
+	progress.Reset()
+	post, err = sgmcmc.Fit(context.Background(), models.LGSSM{}, data, set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := models.LGSSM{}.CheckData(data)
-	if len(want) != 1 || !strings.HasPrefix(want[0], "the data's sd is 0.0") {
-		t.Fatalf("CheckData: %q", want)
+	want, err := models.LGSSM{}.CheckData(data)
+	if err != nil || len(want) != 1 || !strings.HasPrefix(want[0], "observation 7 (counting from 0) is 10000") {
+		t.Fatalf("CheckData: %q, %v", want, err)
 	}
 	if len(post.Warnings) == 0 || post.Warnings[0] != want[0] {
 		t.Errorf("warnings %q, want %q first", post.Warnings, want[0])
@@ -617,9 +639,11 @@ func TestFitGuards(t *testing.T) {
 // TestFitNewtonWarning: Newton steps that end far from converged become a
 // warning (they were only logged: eight steps of 15–90 posterior sds on
 // constant, all-zero or mis-scaled data). 500 values of the simulated
-// series × 0.001 under the SVM's default prior (sd 0.002 where the prior
-// expects about 1) end 44 posterior sds away; the fits of the validated
-// series (TestFitDAXDefault and the others that allow no warning) carry none.
+// series × 0.001 under the SVM's default prior given as the model's own
+// (sd 0.002 where the prior expects about 1; with the prior left nil Fit
+// stops at once, TestFitDataWarnings) end 44 posterior sds away; the fits
+// of the validated series (TestFitDAXDefault and the others that allow no
+// warning) carry none.
 func TestFitNewtonWarning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("4 s")
@@ -628,7 +652,7 @@ func TestFitNewtonWarning(t *testing.T) {
 	for i := range y {
 		y[i] *= 0.001
 	}
-	post, err := sgmcmc.Fit(context.Background(), models.SVM{}, ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}},
+	post, err := sgmcmc.Fit(context.Background(), models.SVM{Prior: models.DefaultSVMPrior()}, ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}},
 		sgmcmc.FitSettings{Seed: 1, Iterations: 20, KSDDraws: -1})
 	if err != nil {
 		t.Fatal(err)

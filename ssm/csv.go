@@ -47,7 +47,9 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // look like numbers is read as data. Whitespace around a cell is ignored.
 // The cells "", "NaN", "NA" (R), "null" (Yahoo Finance), "." (FRED),
 // "#N/A", "N/A", "#N/A N/A" (Excel, Bloomberg) and "None" (pandas), in
-// any case, mark a missing component and become NaN. In a one-column
+// any case, mark a missing component and become NaN. A number followed
+// by "%" (Investing.com's "Change %": -0.52%) reads as that number, in
+// percent. In a one-column
 // file an empty cell is an empty line, so there a blank line after the
 // header (or from the start, without one) and before the last data row
 // is a missing value (pandas' to_csv of a series with gaps writes them
@@ -409,11 +411,16 @@ func missingMarker(s string) bool {
 	return false
 }
 
-// parseCell reads one cell; missing cells are NaN.
+// parseCell reads one cell; missing cells are NaN. A number followed by
+// "%" (Investing.com's "Change %" column: -0.52%) reads as that number:
+// percent is the unit the default priors of models.SVM and GARCH assume.
 func parseCell(cell string) (float64, cellKind) {
 	s := strings.TrimSpace(cell)
 	if missingMarker(s) {
 		return math.NaN(), cellMissing
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok && p != "" && !strings.HasSuffix(p, "%") {
+		s = strings.TrimSpace(p)
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	switch {

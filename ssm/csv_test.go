@@ -50,6 +50,8 @@ func TestReadCSV(t *testing.T) {
 		{"source markers", "a,b,c\nnull,NULL,#N/A\nN/A,n/a,None\n#N/A N/A, none ,1\n", 3,
 			[]float64{nan, nan, nan, nan, nan, nan, nan, nan, 1}},
 		{"whitespace around cells", "  1.5 ,\t-2 \n", 2, []float64{1.5, -2}},
+		// Investing.com's "Change %": the number, in percent.
+		{"percent cells", "Change %\n-0.52%\n1.3 %\n0%\nnull\n", 1, []float64{-0.52, 1.3, 0, nan}},
 		// One column: an empty cell is an empty line, a missing value
 		// (pandas writes a series' gaps so); trailing blank lines are not.
 		{"one column: blank lines are missing", "\n1\n\n2\n\n", 1, []float64{nan, 1, nan, 2}},
@@ -145,6 +147,9 @@ func TestReadCSVErrors(t *testing.T) {
 		{"overflow", "1e999\n", 1, 1, "overflows"},
 		{"negative overflow after header", "y\n2\n-1e400\n", 3, 1, "overflows"},
 		{"text that marks no gap", "y\nn.v.\n", 2, 1, "non-numeric"},
+		{"a bare percent sign", "y\n1%\n%\n", 3, 1, `non-numeric cell "%"`},
+		{"two percent signs", "y\n5%%\n", 2, 1, "non-numeric"},
+		{"text with a percent sign", "y\n1\nabc%\n", 3, 1, "non-numeric"},
 		{"signed NaN is not a marker", "y\n-nan\n", 2, 1, "non-numeric"},
 		{"bare quote", "1,2\n3,4\"\n", 2, 0, "malformed CSV"},
 		{"unterminated quote", "x\n1\n\"abc\n", 3, 0, "malformed CSV"},

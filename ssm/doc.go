@@ -85,7 +85,8 @@
 //   - StateSmoother (Model): exact filtered and smoothed state moments.
 //   - Rebinder (Kernel), Starter (Model), Volatility (Kernel): in-place
 //     rebinding, a starting point, the volatility of a state.
-//   - DataChecker (Model): warnings about the data for this model.
+//   - DataChecker (Model): warnings about the data for this model, and
+//     an error for data it cannot describe as it stands.
 //
 // "Writing your own model" below says which algorithms each one unlocks.
 //
@@ -154,7 +155,9 @@
 //     sgmcmc.Fit; [Volatility]: the volatility reported by States;
 //     [DataChecker]: what the data say against the model (a scale its
 //     prior does not expect, say), which sgmcmc.Fit logs before it starts
-//     and puts first in the posterior's warnings.
+//     and puts first in the posterior's warnings, and an error (data the
+//     model cannot describe as it stands) at which Fit stops before any
+//     work.
 //
 // Testing a model. Package [github.com/pbsgmcmc/pbsgmcmc/ssm/ssmtest] checks
 // a model against independent numerical answers: ssmtest.Model runs
@@ -175,7 +178,8 @@
 //
 // ReadCSV reads one sequence, one column per observation component, with
 // an optional header; "", "NaN" and the missing-value markers of common
-// sources (NA, null, ".", #N/A, N/A, None) are missing. CSVDataset (and
+// sources (NA, null, ".", #N/A, N/A, None) are missing, and "-0.52%"
+// reads as -0.52 (percent). CSVDataset (and
 // ReadCSVDataset) read several sequences told apart by an id column.
 // Malformed input gives a *ParseError naming the line and column and
 // wrapping ErrData; the readers never panic. WriteCSV writes the format

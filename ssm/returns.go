@@ -42,3 +42,20 @@ func LogReturns(s Sequence, scale float64) (Sequence, error) {
 	}
 	return r, nil
 }
+
+// Scaled returns a copy of s with every observation multiplied by f (a
+// missing value stays missing): returns in fractions times 100 are the
+// percent the default priors of models.LGSSM, SVM and GARCH assume. A
+// factor that is not positive and finite is an error wrapping ErrData.
+// The input is only read (it may be memory-mapped).
+func Scaled(s Sequence, f float64) (Sequence, error) {
+	if !(f > 0) || math.IsInf(f, 0) {
+		return Sequence{}, fmt.Errorf("%w: scale factor %v must be positive and finite", ErrData, f)
+	}
+	y := make([]float64, len(s.Y))
+	for i, v := range s.Y {
+		y[i] = f * v
+	}
+	s.Y = y
+	return s, nil
+}

@@ -69,3 +69,27 @@ func TestLogReturnsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestScaled: a copy times the factor, NaN kept, the input untouched, and
+// bad factors refused.
+func TestScaled(t *testing.T) {
+	in := ssm.Sequence{Obs: 2, Y: []float64{0.01, math.NaN(), -0.025, 0.5}}
+	got, err := ssm.Scaled(in, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1, math.NaN(), -2.5, 50}
+	for i, v := range got.Y {
+		if math.IsNaN(want[i]) != math.IsNaN(v) || !math.IsNaN(v) && math.Abs(v-want[i]) > 1e-12 {
+			t.Errorf("Y[%d] = %v, want %v", i, v, want[i])
+		}
+	}
+	if got.Obs != 2 || in.Y[0] != 0.01 || &got.Y[0] == &in.Y[0] {
+		t.Errorf("Obs %d, input %v: want a copy of 2 components", got.Obs, in.Y)
+	}
+	for _, f := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if _, err := ssm.Scaled(in, f); !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "scale factor") {
+			t.Errorf("factor %v: error %v, want ErrData", f, err)
+		}
+	}
+}

@@ -53,6 +53,7 @@ type config struct {
 	proposal                              compare.ProposalFlag
 	kalman, json, quiet, returns          bool
 	nodes                                 int
+	scale                                 float64
 	set                                   sgmcmc.FitSettings
 	st                                    stateOpts // -states, -forecast (states.go)
 }
@@ -70,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells, NaN, NA, null, '.' and #N/A are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
 	fs.BoolVar(&c.returns, "returns", false, "fit the percent log returns 100·(log y_t − log y_{t−1}) of the data: prices or index levels (a missing price makes both returns that use it missing)")
+	fs.Float64Var(&c.scale, "scale", 1, "multiply the data by this (after -returns): 100 turns returns in fractions into the percent the default priors expect")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
@@ -115,12 +117,18 @@ func loadData(c *config) (ssm.Dataset, error) {
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate (pick a column with -col; a decimal comma, 0,5, makes two columns): %w", c.data, err)
 	}
-	if c.returns {
-		for j, seq := range data.Sequences { // new slices: a mapped .bin file is only read
-			if data.Sequences[j], err = ssm.LogReturns(seq, 100); err != nil {
+	for j, seq := range data.Sequences { // new slices: a mapped .bin file is only read
+		if c.returns {
+			if seq, err = ssm.LogReturns(seq, 100); err != nil {
 				return data, fmt.Errorf("%s: sequence %d: -returns: %w", c.data, j, err)
 			}
 		}
+		if c.scale != 1 {
+			if seq, err = ssm.Scaled(seq, c.scale); err != nil {
+				return data, fmt.Errorf("-scale: %w", err)
+			}
+		}
+		data.Sequences[j] = seq
 	}
 	// A sequence shorter than S is one whole window (gradient.Subsequencer).
 	for j, seq := range data.Sequences {
@@ -175,10 +183,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := csvFile.Close(); err != nil {
 		return err
 	}
-	if err := report.TracePNG(filepath.Join(c.out, "trace.png"), names, post.Natural, nil); err != nil {
-		return err
-	}
-	if err := report.DensityPNG(filepath.Join(c.out, "density.png"), names, post.Natural); err != nil {
+	if err := errors.Join(report.TracePNG(filepath.Join(c.out, "trace.png"), names, post.Natural, nil),
+		report.DensityPNG(filepath.Join(c.out, "density.png"), names, post.Natural)); err != nil {
 		return err
 	}
 	if err := c.st.compute(ctx, c, data, post, stderr); err != nil {
@@ -203,11 +209,8 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 		return g + ", exact Kalman"
 	}
 	if pr.Exact {
-		scorer := map[string]string{"lgssm": "Kalman filter", "garch": "filter on σ² nodes"}[c.model]
-		if scorer == "" {
-			return g + ", the model's exact scorer"
-		}
-		return g + ", the model's exact scorer (" + scorer + ")"
+		scorer := map[string]string{"lgssm": " (Kalman filter)", "garch": " (filter on σ² nodes)"}[c.model]
+		return g + ", the model's exact scorer" + scorer
 	}
 	if pr.Grid.Nodes > 0 {
 		return g + fmt.Sprintf(", grid filter with %d nodes (spacing %.3g)", pr.Grid.Nodes, pr.Grid.Spacing())

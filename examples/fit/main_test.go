@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"io"
@@ -545,10 +546,14 @@ func runJSONArgs(args []string) (string, error) {
 }
 
 // dataWarnings returns what the data say against the default priors of
-// the named model (the warnings sgmcmc.Fit reports through the models'
-// ssm.DataChecker).
+// the named model: the warnings sgmcmc.Fit reports through the models'
+// ssm.DataChecker, and the message of the error it stops at.
 func dataWarnings(model string, data ssm.Dataset) []string {
-	return modelNamed[model].(ssm.DataChecker).CheckData(data)
+	warn, err := modelNamed[model].(ssm.DataChecker).CheckData(data)
+	if err != nil {
+		warn = append(warn, err.Error())
+	}
+	return warn
 }
 
 // TestReturnsFlag: a price download (Yahoo Finance's layout: Date, Open,
@@ -617,5 +622,52 @@ func TestReturnsFlag(t *testing.T) {
 	}
 	if _, err := loadData(c); err == nil || !strings.Contains(err.Error(), "-returns") || !strings.Contains(err.Error(), "observation 0, component 0 is -0.99") {
 		t.Errorf("-returns on returns: error %v, want one naming the first negative value", err)
+	}
+}
+
+// TestScaleFlag: the DAX returns as fractions stop the fit at once with
+// the error naming -scale 100 (they used to fit for minutes to a
+// posterior that reflected the default prior); -scale 100 gives back the
+// percent returns; a bad factor is an error naming -scale.
+func TestScaleFlag(t *testing.T) {
+	dax, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, r := range dax.Y {
+		fmt.Fprintf(&b, "%.17g\n", r/100)
+	}
+	path := filepath.Join(t.TempDir(), "fractions.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"-data", path, "-out", t.TempDir()}, &stdout, &stderr)
+	if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "examples/fit -scale 100") {
+		t.Errorf("fractions: error %v, want ssm.ErrData naming -scale 100", err)
+	}
+	if strings.Contains(stderr.String(), "warm-up") || stdout.Len() > 0 {
+		t.Errorf("the fit did work before it stopped: %q", stderr.String())
+	}
+	c, err := parseFlags([]string{"-data", path, "-scale", "100", "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := loadData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range data.Sequences[0].Y {
+		if math.Abs(v-dax.Y[i]) > 1e-12 {
+			t.Fatalf("-scale 100: return %d = %v, want %v", i, v, dax.Y[i])
+		}
+	}
+	if w := dataWarnings("svm", data); len(w) != 0 {
+		t.Errorf("-scale 100: warnings %q", w)
+	}
+	c.scale = 0
+	if _, err := loadData(c); err == nil || !strings.Contains(err.Error(), "-scale") {
+		t.Errorf("-scale 0: error %v, want one naming -scale", err)
 	}
 }
