@@ -251,6 +251,7 @@ func garchExactValid(k *garchKernel) error {
 type garchExactWork struct {
 	g            int
 	t            []float64 // knots t[0] = 0, t[1..g+2] geometric
+	idt          []float64 // idt[i] = 1/(t[i+1] − t[i]), 1 ≤ i ≤ g+1
 	logT1        float64   // log t[1]
 	h            float64   // log ρ, the knots' log spacing
 	xi           []float64 // node values ξ_j (Greville abscissae)
@@ -273,7 +274,7 @@ func (ws *garchExactWork) init(g int) {
 		return b[:n]
 	}
 	ws.g = g
-	ws.t = grow(ws.t, g+3)
+	ws.t, ws.idt = grow(ws.t, g+3), grow(ws.idt, g+2)
 	ws.xi = grow(ws.xi, g)
 	ws.p, ws.p1, ws.q, ws.q1 = grow(ws.p, g), grow(ws.p1, g), grow(ws.q, g), grow(ws.q1, g)
 	ws.s, ws.rv, ws.rv1 = grow(ws.s, g), grow(ws.rv, g), grow(ws.rv1, g)
@@ -317,6 +318,9 @@ func (ws *garchExactWork) knots(seq ssm.Sequence, w ssm.Window) {
 	ws.t[0] = 0
 	for i := 1; i <= g+2; i++ {
 		ws.t[i] = math.Exp(ws.logT1 + ws.h*float64(i-1))
+	}
+	for i := 1; i <= g+1; i++ {
+		ws.idt[i] = 1 / (ws.t[i+1] - ws.t[i])
 	}
 	for j := range g {
 		ws.xi[j] = (ws.t[j+1] + ws.t[j+2] + ws.t[j+3]) / 3
@@ -457,14 +461,15 @@ func garchTail2(a float64) (up, low, g float64) {
 		}
 		t = (num + codyC[7]) / (den + codyD[7])
 	} else {
-		s := 1 / (y * y)
+		iy := 1 / y
+		s := iy * iy
 		num, den := codyP[5]*s, s
 		for i := range 4 {
 			num = (num + codyP[i]) * s
 			den = (den + codyQ[i]) * s
 		}
 		t = s * (num + codyP[4]) / (den + codyQ[4])
-		t = (garchInvSqrt2Pi - t) / y
+		t = (garchInvSqrt2Pi - t) * iy
 	}
 	tail := t * e // Φc(|a|)
 	if a < 0 {
@@ -513,15 +518,15 @@ type garchEdge struct {
 // with ∂r/∂c = −1/(2βr), ∂r/∂β = −r/(2β). The lower moments W_n obey the
 // same recurrences with the boundary terms negated, from
 // W_0 = Φ(a₁) − Φc(a₂) (m ≥ 0) or Φ(a₂) − Φc(a₁) (m < 0); at r = 0 they
-// are 0.
-func (e *garchEdge) at(t, c, beta, m, sd float64, tan bool) {
+// are 0. The row's reciprocals ib = 1/β, k = 1/sd and v = sd² come from
+// the caller (garchRow): one row evaluates a dozen or more edges.
+func (e *garchEdge) at(t, c, m, sd float64, rw *garchRow, tan bool) {
 	if !(t > c) {
 		*e = garchEdge{low: true}
 		return
 	}
-	r := math.Sqrt((t - c) / beta)
-	k := 1 / sd
-	v := sd * sd
+	ib, k, v := rw.ib, rw.k, rw.v
+	r := math.Sqrt((t - c) * ib)
 	a1, a2 := (r-m)*k, (r+m)*k
 	u1, l1, g1 := garchTail2(a1)
 	u2, l2, g2 := garchTail2(a2)
@@ -556,7 +561,7 @@ func (e *garchEdge) at(t, c, beta, m, sd float64, tan bool) {
 	vo := [5]float64{0, v1, v3, v5, v7}
 	var drc, drb float64
 	if r > 0 {
-		drc, drb = -1/(2*beta*r), -r/(2*beta)
+		drc, drb = -0.5*ib/r, -0.5*r*ib
 	}
 	for p := range 5 {
 		n := float64(2 * p)
@@ -633,6 +638,9 @@ func garchInterval(in *[5]float64, din *[5][4]float64, lo, hi, mom *garchEdge, t
 	}
 }
 
+// garchRow holds the reciprocals an edge of one transition row needs.
+type garchRow struct{ ib, k, v float64 }
+
 // garchSrc is one transition row: weight w, lower end c, scale β and
 // Z ~ N(m, sd²), each with its tangent.
 type garchSrc struct {
@@ -659,8 +667,11 @@ func (ws *garchExactWork) addRow(src *garchSrc, tan bool) (int, int) {
 	c, beta, m, sd := src.c, src.b, src.m, src.sd
 	rv, rv1, rl, rl1 := ws.rv, ws.rv1, ws.rl, ws.rl1
 	i := ws.interval(c)
-	var lo, hi garchEdge
-	lo.at(t[i], c, beta, m, sd, tan)
+	rw := garchRow{ib: 1 / beta, k: 1 / sd, v: sd * sd}
+	// Two edges, swapped by pointer as the row moves up the knots.
+	var e0, e1 garchEdge
+	lo, hi := &e0, &e1
+	lo.at(t[i], c, m, sd, &rw, tan)
 	var mom garchEdge
 	mom.moments(m, sd, tan)
 	jlo, jhi := g, -1
@@ -684,16 +695,16 @@ func (ws *garchExactWork) addRow(src *garchSrc, tan bool) (int, int) {
 	}
 	for ; ; i++ {
 		if i >= g+2 {
-			whole(g-1, &lo, nil)
+			whole(g-1, lo, nil)
 			break
 		}
-		hi.at(t[i+1], c, beta, m, sd, tan)
+		hi.at(t[i+1], c, m, sd, &rw, tan)
 		if i == 0 {
-			whole(0, &lo, &hi)
+			whole(0, lo, hi)
 		} else {
-			garchInterval(&in, &din, &lo, &hi, &mom, tan)
-			ti, dt := t[i], t[i+1]-t[i]
-			b, e := beta/dt, (c-ti)/dt
+			garchInterval(&in, &din, lo, hi, &mom, tan)
+			ti, dt, idt := t[i], t[i+1]-t[i], ws.idt[i]
+			b, e := beta*idt, (c-ti)*idt
 			b2, e2 := b*b, e*e
 			b3, e3 := b2*b, e2*e
 			mk := [5]float64{
@@ -711,7 +722,6 @@ func (ws *garchExactWork) addRow(src *garchSrc, tan bool) (int, int) {
 					b2*in[3] + 2*b*e*in[2] + e2*in[1],
 					b3*in[4] + 3*b2*e*in[3] + 3*b*e2*in[2] + e3*in[1],
 				}
-				idt := 1 / dt
 				for l := range 4 {
 					d0, d1, d2, d3, d4 := din[0][l], din[1][l], din[2][l], din[3][l], din[4][l]
 					dm[0][l] = d0
@@ -725,37 +735,30 @@ func (ws *garchExactWork) addRow(src *garchSrc, tan bool) (int, int) {
 					dm[kk][1] += float64(kk) * mz[kk-1] * idt
 				}
 			}
-			// First moments: X vᵏ = t_i vᵏ + Δ v^{k+1}.
-			var mk1 [4]float64
-			var dm1 [4][4]float64
-			for kk := range 4 {
-				mk1[kk] = ti*mk[kk] + dt*mk[kk+1]
-			}
-			if tan {
-				for kk := range 4 {
-					for l := range 4 {
-						dm1[kk][l] = ti*dm[kk][l] + dt*dm[kk+1][l]
-					}
-				}
-			}
+			// First moments: X vᵏ = t_i vᵏ + Δ v^{k+1}, so node j's first
+			// moment is t_i E[B(v)] + Δ E[v B(v)] (both ≥ 0: no cancellation).
 			for a := range 4 {
 				j := min(g-1, max(0, i-3+a))
 				cf := &bc[a]
-				rv[j] += cf[0]*mk[0] + cf[1]*mk[1] + cf[2]*mk[2] + cf[3]*mk[3]
-				rv1[j] += cf[0]*mk1[0] + cf[1]*mk1[1] + cf[2]*mk1[2] + cf[3]*mk1[3]
+				s0 := cf[0]*mk[0] + cf[1]*mk[1] + cf[2]*mk[2] + cf[3]*mk[3]
+				s1 := cf[0]*mk[1] + cf[1]*mk[2] + cf[2]*mk[3] + cf[3]*mk[4]
+				rv[j] += s0
+				rv1[j] += ti*s0 + dt*s1
 				if tan {
 					r := rl[4*j : 4*j+4 : 4*j+4]
 					r1 := rl1[4*j : 4*j+4 : 4*j+4]
 					for l := range 4 {
-						r[l] += cf[0]*dm[0][l] + cf[1]*dm[1][l] + cf[2]*dm[2][l] + cf[3]*dm[3][l]
-						r1[l] += cf[0]*dm1[0][l] + cf[1]*dm1[1][l] + cf[2]*dm1[2][l] + cf[3]*dm1[3][l]
+						d0 := cf[0]*dm[0][l] + cf[1]*dm[1][l] + cf[2]*dm[2][l] + cf[3]*dm[3][l]
+						d1 := cf[0]*dm[1][l] + cf[1]*dm[2][l] + cf[2]*dm[3][l] + cf[3]*dm[4][l]
+						r[l] += d0
+						r1[l] += ti*d0 + dt*d1
 					}
 				}
 			}
 			jlo = min(jlo, max(0, i-3))
 			jhi = max(jhi, min(g-1, i))
 		}
-		lo = hi
+		lo, hi = hi, lo
 		if !lo.low && src.w*lo.v[0] < garchRowTail {
 			break
 		}
