@@ -60,8 +60,9 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 // give a posterior that reflects the prior, not the data, after many
 // minutes (the SVM on the DAX returns ÷ 14, sd 0.073: φ 0.998 instead of
 // 0.94, 2.5 minutes; ÷ 28: no convergence in 5 minutes), so sgmcmc.Fit
-// stops at the error before any work. A model with a prior of its own gets
-// them as warnings: its prior is the user's statement of the scale.
+// stops at the error before any work. A model with a prior of its own is
+// not scale-checked (its prior is the user's statement of the scale) and
+// gets the levels problem as a warning.
 func CheckData(m ssm.Model, data ssm.Dataset) ([]string, error) {
 	var warn, fatal []string
 	for _, p := range dataProblems(m, data) {

@@ -71,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells, NaN, NA, null, '.' and #N/A are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
 	fs.BoolVar(&c.returns, "returns", false, "fit the percent log returns 100·(log y_t − log y_{t−1}) of the data: prices or index levels (a missing price makes both returns that use it missing)")
-	fs.Float64Var(&c.scale, "scale", 1, "multiply the data by this (after -returns): 100 turns returns in fractions into the percent the default priors expect")
+	fs.Float64Var(&c.scale, "scale", 1, "multiply the data by this (after -returns): 100 turns returns in fractions into the percent the default priors expect; parameters, states and forecasts are then in the scaled units")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
