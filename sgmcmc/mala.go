@@ -220,6 +220,7 @@ func (m *mala) drift(d, grad []float64, h float64) {
 // gradient, which the Sampler has just evaluated (through Grad, so its
 // log posterior is cached).
 func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
+	n := m.dim
 	lp0 := math.NaN()
 	if i := m.cached(u); i >= 0 {
 		lp0 = m.clp[i]
@@ -246,7 +247,13 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 		fwd += xi * xi * v
 		m.s[j] += sd * xi
 	}
-	m.proposal(u)
+	for i := range n {
+		a := u[i]
+		for j := 0; j <= i; j++ {
+			a += m.l[i*n+j] * m.s[j]
+		}
+		m.up[i] = a
+	}
 	logU := math.Log(rng.Float64())
 	m.proposed++
 	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
@@ -289,9 +296,14 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 	}
 }
 
-// proposal sets up = u + L s.
-func (m *mala) proposal(u []float64) {
+// randomWalk does the random-walk Metropolis step from u (log posterior
+// lp0): u' = u + L (2.38/√p) ξ, accepted with min(1, π(u')/π(u)).
+func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
 	n := m.dim
+	sc := walkScale / math.Sqrt(float64(n))
+	for j := range m.s {
+		m.s[j] = sc * rng.NormFloat64()
+	}
 	for i := range n {
 		a := u[i]
 		for j := 0; j <= i; j++ {
@@ -299,16 +311,6 @@ func (m *mala) proposal(u []float64) {
 		}
 		m.up[i] = a
 	}
-}
-
-// randomWalk does the random-walk Metropolis step from u (log posterior
-// lp0): u' = u + L (2.38/√p) ξ, accepted with min(1, π(u')/π(u)).
-func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
-	sc := walkScale / math.Sqrt(float64(m.dim))
-	for j := range m.s {
-		m.s[j] = sc * rng.NormFloat64()
-	}
-	m.proposal(u)
 	logU := math.Log(rng.Float64())
 	m.proposed++
 	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
