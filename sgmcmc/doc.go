@@ -116,11 +116,8 @@
 //     over the data per iteration, and the exact log posterior with it, so
 //     the chains are Metropolis-adjusted and exact for any step (mala.go):
 //     90% of their steps propose independently from a mixture q of
-//     multivariate Student-t (ν = 5), the others are random-walk
-//     Metropolis steps of 2.38/√p posterior sds in the metric (gradient-
-//     free, so every step costs one log posterior; with a user's StepSize,
-//     or after adaptation windows, Precond's update as a Langevin proposal,
-//     which costs two full-data scores). q replaces the adaptation windows
+//     multivariate Student-t (ν = 5), the others are Precond's update as a
+//     Langevin proposal (step 0.7). q replaces the adaptation windows
 //     (isadapt.go): adaptive importance sampling (AMIS of Cornuet and
 //     others, 2012) in four rounds of 25p draws, the first from a t at u*
 //     with 1.5 × the Laplace scale, each next one fitted to all weighted draws so

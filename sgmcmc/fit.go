@@ -182,9 +182,7 @@ type FitSettings struct {
 	// SGLD, 0 chooses h = 1/(1 + λ_max(W)) from the measured gradient
 	// noise W, capped at 0.25; for the Metropolis–Hastings chains on
 	// full-data scores (FullGradient) it is the Langevin proposals' step,
-	// 0 meaning 0.7 tuned towards an acceptance rate of 0.7 (and, after
-	// importance sampling, random-walk steps instead of Langevin ones:
-	// Preparation.Walk).
+	// 0 meaning 0.7 tuned towards an acceptance rate of 0.7.
 	StepSize float64
 	// Iterations is the number of kept draws per chain after the burn-in
 	// (the sampler runs Iterations × Thin iterations), run as one
@@ -347,18 +345,14 @@ type Preparation struct {
 	CostPlain, CostCV        float64   // seconds per gradient of each (one worker): CostPlain measured, CostCV = 2 or 3 × CostPlain (filters per control-variate gradient)
 	CostFull                 float64   // estimated seconds per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
-	Accept                   float64   // FullGradient: the local (Langevin, or random-walk with Walk) proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
+	Accept                   float64   // FullGradient: the Langevin proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
 	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala; after importance sampling, the expected one until the sampling measures it)
 	// Proposal is FullGradient's independence proposal fitted by
 	// importance sampling (nil: a Student-t at Mode with scale Chol), and
 	// Independence its share of the steps (0: 0.5).
 	Proposal     []ProposalComponent
 	Independence float64
-	// Walk makes FullGradient's other steps random-walk Metropolis
-	// (gradient-free) instead of Langevin: after importance sampling,
-	// unless FitSettings.StepSize sets the Langevin step.
-	Walk     bool
-	Gradient Gradient // the estimator chosen
+	Gradient     Gradient // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
 	// Exact reports that AutoFilter chose the model's ssm.ExactScorer

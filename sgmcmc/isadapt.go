@@ -624,12 +624,10 @@ func fitMixture(xs [][]float64, lw []float64, k int) *tMixture {
 }
 
 // Independence proposals' share of FullGradient's steps after adaptIS,
-// and the Langevin step (when the user sets none, the other steps are
-// random-walk Metropolis, Preparation.Walk): the independence steps do
-// the mixing (an accepted one is a fresh draw), the others move a stuck
-// chain locally where the proposal fits badly (a point of large π/q); a
-// Langevin step does it at about four times the cost (two gradients), a
-// random-walk step at the same cost as an independence step.
+// and the Langevin step: the independence steps do the mixing (an
+// accepted one is a fresh draw), the Langevin steps move a stuck chain
+// locally where the proposal fits badly (a point of large π/q) at about
+// four times the cost (two gradients).
 const (
 	isIndependence = 0.9
 	isLangevinStep = 0.7
@@ -646,23 +644,13 @@ func (f *fit) useIS(res *isResult) {
 	pr.AdaptIterations = (res.evals + f.s.Chains - 1) / f.s.Chains
 	pr.Independence = isIndependence
 	pr.Accept, pr.AcceptIndependent = 0, res.accept // no Langevin step yet
-	pr.Walk = f.s.StepSize == 0
-	if pr.Walk {
-		pr.StepSize = isLangevinStep // for a fallback to Langevin chains
+	if f.s.StepSize == 0 {
+		pr.StepSize = isLangevinStep
 	}
 	pr.IAT = independenceIAT(res.hold, pr.Independence)
 	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
-	f.log("importance sampling: %d log posteriors; posterior sds in u %v; independence proposals %.0f%% of steps (the others %s), autocorrelation time ≈ %.1f",
-		res.evals, fmtSD(pr.Chol, f.dim), 100*pr.Independence, pr.localKind(), pr.IAT)
-}
-
-// localKind names FullGradient's steps that are not independence
-// proposals.
-func (pr *Preparation) localKind() string {
-	if pr.Walk {
-		return "random-walk Metropolis"
-	}
-	return "Langevin"
+	f.log("importance sampling: %d log posteriors; posterior sds in u %v; independence proposals %.0f%% of steps, autocorrelation time ≈ %.1f",
+		res.evals, fmtSD(pr.Chol, f.dim), 100*pr.Independence, pr.IAT)
 }
 
 // independenceIAT returns the autocorrelation time expected of the chains

@@ -34,16 +34,6 @@ import (
 // times near 40 in GARCH's μ on DAX (μ's posterior is skewed towards its
 // upper bound as φ → 1).
 //
-// With walk set (after importance sampling, unless the user set the step)
-// the steps that are not independence proposals are instead random-walk
-// Metropolis steps z' = z + (2.38/√p) ξ (Roberts, Gelman and Gilks 1997:
-// the optimal scale for a Gaussian target in the metric's coordinates),
-// accepted with min(1, π(u')/π(u)): gradient-free, so every step costs
-// one log posterior. Their role is to move a chain held at a point of
-// large π/q locally; a Langevin step did the same at about four times the
-// cost (two full-data scores, each 2.3 log-likelihood passes for GARCH),
-// which made 10% of the steps a third of the sampling's time.
-//
 // One mala per chain is both the chain's Estimator and its Method: Grad
 // keeps the last two evaluations, so the Sampler's evaluation of the
 // accepted point (just evaluated by Step as a proposal, or the previous
@@ -57,9 +47,6 @@ type mala struct {
 	// pInd is the probability of an independence proposal (malaIndependence
 	// unless the preparation measured a better one).
 	pInd float64
-	// walk makes the other proposals random-walk Metropolis instead of
-	// Langevin (see above).
-	walk bool
 
 	// Cached points, gradients (cgOK: present; an independence proposal
 	// is evaluated without one) and log posteriors.
@@ -71,12 +58,11 @@ type mala struct {
 	up, gp   []float64
 	s, d1, g []float64
 	// kind is the coming step's proposal, drawn by skipGrad before the
-	// Sampler evaluates the gradient: 0 undrawn, 1 Langevin, 2
-	// independence, 3 random walk.
+	// Sampler evaluates the gradient: 0 undrawn, 1 Langevin, 2 independence.
 	kind int
 
-	// accepted and proposed count the local (Langevin or random-walk)
-	// proposals' tests, indAcc and indProp the independence proposals'.
+	// accepted and proposed count the Langevin proposals' tests, indAcc
+	// and indProp the independence proposals'.
 	accepted, proposed, indAcc, indProp int
 }
 
@@ -173,21 +159,17 @@ func (m *mala) store(u []float64, lp float64) int {
 }
 
 // choose draws the kind of the coming proposal: 2 (independence) with
-// probability pInd when there is an independence proposal, else 3 (random
-// walk) when walk is set, else 1 (Langevin).
+// probability pInd when there is an independence proposal, else 1.
 func (m *mala) choose(rng *rand.Rand) int {
-	switch {
-	case m.ind != nil && rng.Float64() < m.pInd:
+	if m.ind != nil && rng.Float64() < m.pInd {
 		return 2
-	case m.walk:
-		return 3
 	}
 	return 1
 }
 
 // skipGrad implements gradFree: it draws the coming step's proposal and,
-// unless it is a Langevin proposal, returns the log posterior at u
-// without the gradient that only a Langevin proposal needs.
+// for an independence proposal, returns the log posterior at u without
+// the gradient the Langevin proposal would need.
 func (m *mala) skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float64, bool, error) {
 	if m.kind = m.choose(rng); m.kind == 1 {
 		return 0, false, nil
@@ -230,12 +212,8 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 	if kind == 0 { // not drawn by skipGrad (a caller outside Sampler)
 		kind = m.choose(rng)
 	}
-	switch kind {
-	case 2:
+	if kind == 2 {
 		m.independent(u, lp0, rng)
-		return
-	case 3:
-		m.randomWalk(u, lp0, rng)
 		return
 	}
 	v := 2*h - h*h
@@ -295,40 +273,6 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 		m.indAcc++
 	}
 }
-
-// randomWalk does the random-walk Metropolis step from u (log posterior
-// lp0): u' = u + L (2.38/√p) ξ, accepted with min(1, π(u')/π(u)).
-func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
-	n := m.dim
-	sc := walkScale / math.Sqrt(float64(n))
-	for j := range m.s {
-		m.s[j] = sc * rng.NormFloat64()
-	}
-	for i := range n {
-		a := u[i]
-		for j := 0; j <= i; j++ {
-			a += m.l[i*n+j] * m.s[j]
-		}
-		m.up[i] = a
-	}
-	logU := math.Log(rng.Float64())
-	m.proposed++
-	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
-		return
-	}
-	lp1, err := m.logPost(context.Background(), m.up, rng)
-	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
-		return
-	}
-	if logU < lp1-lp0 {
-		copy(u, m.up)
-		m.accepted++
-	}
-}
-
-// walkScale is the random walk's scale times √p in the metric's
-// coordinates (Roberts, Gelman and Gilks 1997).
-const walkScale = 2.38
 
 // MarshalBinary returns the counts.
 func (m *mala) MarshalBinary() ([]byte, error) {
@@ -394,7 +338,6 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 			if pr.Independence > 0 {
 				chains[c].pInd = pr.Independence
 			}
-			chains[c].walk = pr.Walk
 		}
 		return chains[c]
 	}

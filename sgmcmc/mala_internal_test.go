@@ -29,7 +29,7 @@ func TestMALAExact(t *testing.T) {
 		return -0.5 * c * (a*a - 2*rho*a*b + b*b), nil
 	})
 	l := []float64{1, 0, 0, 1}
-	run := func(adjusted bool, ind *tMixture, pInd float64, walk bool, target Estimator) (cov [3]float64, se [3]float64, acc float64) {
+	run := func(adjusted bool, ind *tMixture, pInd float64, target Estimator) (cov [3]float64, se [3]float64, acc float64) {
 		const chains, iters = 4, 40000
 		ms := make([]*mala, chains)
 		newEst := func(c int) Estimator {
@@ -40,7 +40,6 @@ func TestMALAExact(t *testing.T) {
 			if pInd > 0 {
 				ms[c].pInd = pInd
 			}
-			ms[c].walk = walk
 			return ms[c]
 		}
 		newMethod := func(c int) Method {
@@ -98,25 +97,21 @@ func TestMALAExact(t *testing.T) {
 	// Langevin proposals only, then mixed with independence proposals
 	// from a t distribution off the posterior's centre and shape, then
 	// from a two-component t mixture in 80% of the steps with the log
-	// posterior alone evaluated for them (the Sampler skips the gradient),
-	// then the same mixture with random-walk steps for the other 20%
-	// (no gradient at all).
-	lazy, walker := &countingTarget{est: target}, &countingTarget{est: target}
+	// posterior alone evaluated for them (the Sampler skips the gradient).
+	lazy := &countingTarget{est: target}
 	mix := newTMixture([]float64{0.7, 0.3}, [][]float64{{0.3, 0.3}, {-0.5, 0.2}}, [][]float64{{1, 0, 0, 1}, {0.8, 0, 0.5, 0.6}})
 	for _, c := range []struct {
 		name   string
 		ind    *tMixture
 		pInd   float64
-		walk   bool
 		target Estimator
 	}{
-		{"Langevin", nil, 0, false, target},
-		{"t at (0.3, 0.3)", newTMixture([]float64{1}, [][]float64{{0.3, 0.3}}, [][]float64{l}), 0, false, target},
-		{"t mixture, 80%, lazy gradients", mix, 0.8, false, lazy},
-		{"t mixture, 80%, random walk", mix, 0.8, true, walker},
+		{"Langevin", nil, 0, target},
+		{"t at (0.3, 0.3)", newTMixture([]float64{1}, [][]float64{{0.3, 0.3}}, [][]float64{l}), 0, target},
+		{"t mixture, 80%, lazy gradients", mix, 0.8, lazy},
 	} {
-		cov, se, acc := run(true, c.ind, c.pInd, c.walk, c.target)
-		t.Logf("mala (%s): local proposals' acceptance rate %.2f", c.name, acc)
+		cov, se, acc := run(true, c.ind, c.pInd, c.target)
+		t.Logf("mala (%s): Langevin acceptance rate %.2f", c.name, acc)
 		for k := range cov {
 			t.Logf("mala (%s): %s %.4f ± %.4f (exact %.2f)", c.name, names[k], cov[k], se[k], want[k])
 			if math.Abs(cov[k]-want[k]) > 4*se[k] {
@@ -137,14 +132,7 @@ func TestMALAExact(t *testing.T) {
 	if langevin := iters - lazy.logPosts; lazy.grads > 2*langevin+8 {
 		t.Errorf("lazy: %d gradients for about %d Langevin steps, want at most two each", lazy.grads, langevin)
 	}
-	// With random-walk steps every step evaluates the log posterior alone
-	// at its proposal, once, and no gradient (the Sampler's evaluation of
-	// the current point is skipped too).
-	t.Logf("random walk: %d gradients, %d log posteriors alone over %d iterations", walker.grads, walker.logPosts, iters)
-	if walker.grads != 0 || math.Abs(float64(walker.logPosts-iters)) > 8 {
-		t.Errorf("random walk: %d gradients and %d log posteriors alone over %d iterations, want none and one per step", walker.grads, walker.logPosts, iters)
-	}
-	cov, se, _ := run(false, nil, 0, false, target)
+	cov, se, _ := run(false, nil, 0, target)
 	t.Logf("unadjusted: Var(u₀ − u₁) %.4f ± %.4f (exact %.2f)", cov[2], se[2], want[2])
 	if math.Abs(cov[2]-want[2]) <= 4*se[2] {
 		t.Errorf("the unadjusted update at h = 0.15 was not measurably biased (%.4f ± %.4f vs %.2f): the test cannot tell mala from it", cov[2], se[2], want[2])

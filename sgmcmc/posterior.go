@@ -186,12 +186,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
 		}
 		if pr.Gradient == FullGradient {
-			local := fmt.Sprintf("Langevin step %.3g", h)
-			if pr.Walk {
-				local = fmt.Sprintf("random-walk steps %.3g sd", walkScale/math.Sqrt(float64(f.dim)))
-			}
-			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on full-data scores, %s (autocorrelation time ≈ %.0f)",
-				f.s.Chains, iters, local, pr.IAT)
+			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on full-data scores, Langevin step %.3g (autocorrelation time ≈ %.0f)",
+				f.s.Chains, iters, h, pr.IAT)
 		} else {
 			f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
 				f.s.Chains, iters, pr.Gradient, h, pr.IAT)
@@ -268,7 +264,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	if acc, ind := acceptance(); !math.IsNaN(acc) {
 		post.Preparation.Accept, post.Preparation.AcceptIndependent = acc, ind
-		f.log("Metropolis–Hastings acceptance rates: %s %.2f, independence %.2f", pr.localKind(), acc, ind)
+		f.log("Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f", acc, ind)
 	}
 	if user != nil {
 		if err := user.r.Done(res); err != nil {

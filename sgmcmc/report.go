@@ -54,8 +54,7 @@ type PosteriorReport struct {
 	Step       float64     `json:"step"`        // Preparation.StepSize (posterior scale)
 	NoiseRatio []float64   `json:"noise_ratio"` // Preparation.NoiseRatio (null with full-data scores)
 	// Accept and AcceptIndependent are the Metropolis–Hastings acceptance
-	// rates of the local (Langevin or random-walk, Preparation.Walk) and
-	// the independence proposals with
+	// rates of the Langevin and the independence proposals with
 	// full-data scores (FullGradient), absent otherwise.
 	Accept            float64  `json:"accept,omitempty"`
 	AcceptIndependent float64  `json:"accept_independent,omitempty"`
@@ -133,7 +132,7 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 		fmt.Fprintf(&b, "gradient noise variance per coordinate of u, control variate / plain: [%s] (at the chains' states)\n", strings.Join(ratio, " "))
 	}
 	if pr.Gradient == FullGradient {
-		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: %s %.2f, independence %.2f\n", pr.localKind(), pr.Accept, pr.AcceptIndependent)
+		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f\n", pr.Accept, pr.AcceptIndependent)
 	}
 	if p.resumed {
 		fmt.Fprintf(&b, "preparation %.1f s (in the run that wrote the checkpoint); this run: sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())
