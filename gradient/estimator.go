@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
@@ -366,9 +367,7 @@ func (e *Estimator) eval(ctx context.Context, w, i int, k ssm.Kernel, u []float6
 		// σ = 17, τ = 0.01 and 2000-node grids; sgmcmc.Fit falls back to
 		// particles instead.)
 		if err == nil && res.Edge > maxGridEdge {
-			g := e.grids[w].Grid()
-			err = fmt.Errorf("%w: filter mass %.2g on the outermost nodes of [%.3g, %.3g] at u = %.4g: the grid is too narrow here",
-				pf.ErrGrid, res.Edge, g.Lo, g.Hi, u)
+			err = &GridEdgeError{U: slices.Clone(u), Edge: res.Edge, Grid: e.grids[w].Grid()}
 		}
 		sl.loglik, sl.minESS, sl.err = res.LogLik, math.NaN(), err
 		return
@@ -431,6 +430,23 @@ func (e *Estimator) Fixed(ctx context.Context, grad, u []float64, j int, w ssm.W
 	copy(grad, sl.grad)
 	return sl.loglik, nil
 }
+
+// GridEdgeError reports a window whose grid filter put more than 1e−4 of
+// its mass on the grid's outermost nodes at U: the grid is too narrow
+// there (sgmcmc.Fit widens it to cover U, or falls back to particles). It
+// wraps pf.ErrGrid.
+type GridEdgeError struct {
+	U    []float64 // the parameters (unconstrained)
+	Edge float64   // the largest mass on an outermost node
+	Grid pf.Grid   // the grid
+}
+
+func (e *GridEdgeError) Error() string {
+	return fmt.Sprintf("%v: filter mass %.2g on the outermost nodes of [%.3g, %.3g] at u = %.4g: the grid is too narrow here",
+		pf.ErrGrid, e.Edge, e.Grid.Lo, e.Grid.Hi, e.U)
+}
+
+func (e *GridEdgeError) Unwrap() error { return pf.ErrGrid }
 
 // maxGridEdge is the filter mass on a grid's outermost nodes above which
 // a window's grid gradient is refused: the mass beyond the grid is lost.

@@ -185,6 +185,15 @@
 //     With a checkpoint the sampling is one segment, checkpointed about
 //     every 20 s, and its kept draws are kept in Checkpoint+".draws", so
 //     that a resumed fit summarises all of them.
+//     A grid filter (chosen at the warm-up's end and the mode) that loses
+//     more than 10⁻⁴ of the filter mass at its edges at some u during the
+//     preparation (gradient.GridEdgeError) is widened to cover the grid
+//     chosen at that u too, and the preparation runs again (at most three
+//     times, within pf.MaxGridNodes) before the fit falls back to
+//     particle filters: a short series has a wide posterior, whose noise
+//     probes reach parameters where the mode's grid is too narrow (the
+//     SVM on 201 DAX returns: particles and more than ten minutes before,
+//     the grid widened from [−8, 8] to [−19.5, 19.5] and 6.5 s now).
 //     Warnings report R-hat > 1.01, bulk or tail ESS < 400, stopped chains,
 //     skipped iterations, interrupts, budgets, an imprecise anchor, a
 //     fallback to particle filters, and a discretisation correction

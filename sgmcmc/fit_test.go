@@ -140,6 +140,39 @@ func TestFitDAXDefault(t *testing.T) {
 	checkAgainst(t, "dax", post, readRef(t, "ref_svm_dax.json"))
 }
 
+// TestFitShortSeries fits the SVM to the first 201 DAX returns, whose
+// posterior is wide (φ 0.58 ± 0.18): a noise probe of the preparation
+// reaches φ ≈ −0.5, σ = 1.66, where the grid chosen at the end of
+// examples/fit's warm-up (guided proposal: [−8, 8]) loses filter mass at
+// its edges. The fit must widen the grid
+// (not fall back to particle filters, which planned 4 × 50,000 SGLD
+// iterations and ran for more than ten minutes) and match
+// examples/fit/gridref's posterior (ref_svm_dax201.json: G = 300, three
+// adaptation rounds, importance ESS 2,051 of 3,000) within
+// checkAgainst's tolerances. (The first 200 returns fit on the first
+// grid: no probe reaches its edges.)
+func TestFitShortSeries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit: long test")
+	}
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq.Y = seq.Y[:201]
+	var log strings.Builder
+	// The guided particle proposal of the warm-up, as examples/fit uses.
+	post, err := sgmcmc.Fit(context.Background(), models.SVM{Guided: true}, ssm.Dataset{Sequences: []ssm.Sequence{seq}},
+		sgmcmc.FitSettings{Seed: 1, KSDDraws: -1, MaxTime: time.Minute, Progress: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr := post.Preparation; pr.Grid.Nodes == 0 || pr.Fallback != "" || !strings.Contains(log.String(), "grid widened") {
+		t.Errorf("grid %+v, fallback %q, widened %v: want the grid filter throughout, widened once", pr.Grid, pr.Fallback, strings.Contains(log.String(), "grid widened"))
+	}
+	checkAgainst(t, "dax201", post, readRef(t, "ref_svm_dax201.json"))
+}
+
 // TestFitLGSSMSP500 fits the LGSSM to the S&P 500 returns (T = 17,055)
 // with the defaults and compares the posterior with examples/fit/gridref's
 // random-walk Metropolis reference on the exact Kalman likelihood

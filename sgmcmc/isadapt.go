@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
@@ -879,10 +880,20 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	failed := 0
 	for _, lp := range out {
-		if !math.IsInf(lp, -1) {
-			return out, nil
+		if math.IsInf(lp, -1) {
+			failed++
 		}
 	}
-	return nil, fmt.Errorf("sgmcmc: importance sampling: every log posterior failed: %w", errors.Join(errs...))
+	if failed == len(out) {
+		return nil, fmt.Errorf("sgmcmc: importance sampling: every log posterior failed: %w", errors.Join(errs...))
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Weight 0 where the filter failed: the importance sample (and
+		// the proposal fitted to it) then leaves those points out.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		f.log("importance sampling: %d of %d log posteriors failed and weigh 0 (%s)", failed, len(out), msg)
+	}
+	return out, nil
 }
