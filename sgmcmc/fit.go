@@ -2381,14 +2381,25 @@ func (f *fit) regrid(u []float64) bool {
 	if err != nil || g.Spacing() >= 0.9*cur.Spacing() && g.Lo >= cur.Lo-slack && g.Hi <= cur.Hi+slack {
 		return false
 	}
-	g.Lo, g.Hi = min(g.Lo, cur.Lo), max(g.Hi, cur.Hi)
-	g.Nodes = int(math.Ceil((g.Hi-g.Lo)/min(g.Spacing(), cur.Spacing()))) + 1
-	if g.Nodes > pf.MaxGridNodes {
+	if g, err = gridUnion(g, cur); err != nil {
 		return false
 	}
 	f.setGrid(g)
 	f.log("grid filter at the mode: %d nodes on [%.3g, %.3g], spacing %.3g", g.Nodes, g.Lo, g.Hi, g.Spacing())
 	return true
+}
+
+// gridUnion returns the grid over the union of a's and b's ranges at the
+// finer of their spacings, or an error when it needs more than
+// pf.MaxGridNodes nodes.
+func gridUnion(a, b pf.Grid) (pf.Grid, error) {
+	g := pf.Grid{Lo: min(a.Lo, b.Lo), Hi: max(a.Hi, b.Hi)}
+	g.Nodes = int(math.Ceil((g.Hi-g.Lo)/min(a.Spacing(), b.Spacing()))) + 1
+	if g.Nodes > pf.MaxGridNodes {
+		return pf.Grid{}, fmt.Errorf("%w: the union of [%.3g, %.3g] and [%.3g, %.3g] needs %d nodes, more than %d",
+			pf.ErrGrid, a.Lo, a.Hi, b.Lo, b.Hi, g.Nodes, pf.MaxGridNodes)
+	}
+	return g, nil
 }
 
 func (f *fit) gridAt(u []float64) (pf.Grid, error) {
@@ -2412,21 +2423,19 @@ func (f *fit) gridAt(u []float64) (pf.Grid, error) {
 func (f *fit) widenGrid(err error) bool {
 	var ge *gradient.GridEdgeError
 	cur := f.gset.Grid
-	if !errors.As(err, &ge) || cur.Nodes == 0 || f.widened >= gridWidenings || f.s.Filter == ParticleFilter {
+	if !errors.As(err, &ge) || cur.Nodes == 0 || f.widened >= gridWidenings {
 		return false
 	}
 	g, gerr := f.gridAt(ge.U)
+	if gerr == nil {
+		g, gerr = gridUnion(g, cur)
+	}
 	if gerr != nil {
 		return false
 	}
-	lo, hi, dz := min(g.Lo, cur.Lo), max(g.Hi, cur.Hi), min(g.Spacing(), cur.Spacing())
-	n := int(math.Ceil((hi-lo)/dz)) + 1
-	if n > pf.MaxGridNodes {
-		return false
-	}
 	f.widened++
-	f.setGrid(pf.Grid{Lo: lo, Hi: hi, Nodes: n})
-	f.log("the grid filter lost mass at its edges at u = %.4g: grid widened to %d nodes on [%.3g, %.3g], spacing %.3g; preparing again", ge.U, n, lo, hi, dz)
+	f.setGrid(g)
+	f.log("the grid filter lost mass at its edges at u = %.4g: grid widened to %d nodes on [%.3g, %.3g], spacing %.3g; preparing again", ge.U, g.Nodes, g.Lo, g.Hi, g.Spacing())
 	return true
 }
 

@@ -126,10 +126,7 @@ func TestFitDAXDefault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := daxSeq(t)
 	post, err := sgmcmc.Fit(context.Background(), models.SVM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}}, sgmcmc.FitSettings{Seed: 1, KSDDraws: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +152,7 @@ func TestFitShortSeries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
-	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := daxSeq(t)
 	seq.Y = seq.Y[:201]
 	var log strings.Builder
 	// The guided particle proposal of the warm-up, as examples/fit uses.
@@ -171,6 +165,16 @@ func TestFitShortSeries(t *testing.T) {
 		t.Errorf("grid %+v, fallback %q, widened %v: want the grid filter throughout, widened once", pr.Grid, pr.Fallback, strings.Contains(log.String(), "grid widened"))
 	}
 	checkAgainst(t, "dax201", post, readRef(t, "ref_svm_dax201.json"))
+}
+
+// daxSeq reads testdata/dax_returns.csv.
+func daxSeq(t *testing.T) ssm.Sequence {
+	t.Helper()
+	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
 }
 
 // TestFitLGSSMSP500 fits the LGSSM to the S&P 500 returns (T = 17,055)

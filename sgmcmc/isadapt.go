@@ -842,9 +842,13 @@ func resample(xs [][]float64, lw []float64, k int, rng *rand.Rand) ([][]float64,
 // or ctx is done.
 func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) ([]float64, error) {
 	out := make([]float64, len(xs))
+	for i := range out {
+		out[i] = math.Inf(-1) // until evaluated: a worker without an estimator leaves its points failed
+	}
 	workers := max(1, min(f.s.Workers, len(xs)))
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
+	nfail := make([]int, workers)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -868,6 +872,7 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 				lp, err := d.LogPosterior(ctx, xs[i], rng)
 				if err != nil {
 					lp = math.Inf(-1)
+					nfail[w]++
 					if errs[w] == nil {
 						errs[w] = err
 					}
@@ -880,18 +885,17 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	failed := 0
-	for _, lp := range out {
-		if math.IsInf(lp, -1) {
-			failed++
-		}
+	err := errors.Join(errs...)
+	if !slices.ContainsFunc(out, func(lp float64) bool { return !math.IsInf(lp, -1) }) {
+		return nil, fmt.Errorf("sgmcmc: importance sampling: every log posterior failed: %w", err)
 	}
-	if failed == len(out) {
-		return nil, fmt.Errorf("sgmcmc: importance sampling: every log posterior failed: %w", errors.Join(errs...))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		// Weight 0 where the filter failed: the importance sample (and
 		// the proposal fitted to it) then leaves those points out.
+		failed := 0
+		for _, n := range nfail {
+			failed += n
+		}
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		f.log("importance sampling: %d of %d log posteriors failed and weigh 0 (%s)", failed, len(out), msg)
 	}
