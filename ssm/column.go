@@ -159,22 +159,22 @@ type DataFile struct {
 	// sequences in long format (ReadCSVDataset).
 	ID string
 	// Column, when set, picks one column of a CSV file by header name or
-	// 1-based index (ParseCSVColumn, CSVColumn).
+	// 1-based index (ParseCSVColumn, CSVColumn); with ID, the observation
+	// column of a panel (CSVDataset.Column).
 	Column string
 }
 
 // Open reads the data set. A binary file is memory-mapped by OpenBinary
 // (nothing is read until a value is used, so a file of 10^8 rows opens in
 // milliseconds); a CSV file is read by ReadCSVFile, ReadCSVDataset (ID) or
-// CSVColumn.ReadFile (Column), with errors prefixed by the path. The
-// returned Closer releases the mapping of a binary file (and does nothing
-// for a CSV file): the data must not be used after Close. ID and Column
-// cannot be combined, and apply to CSV files only.
+// CSVColumn.ReadFile (Column), with errors prefixed by the path; ID and
+// Column together read one column of a panel (CSVDataset with Column).
+// The returned Closer releases the mapping of a binary file (and does
+// nothing for a CSV file): the data must not be used after Close. ID and
+// Column apply to CSV files only.
 func (f DataFile) Open() (Dataset, io.Closer, error) {
 	none := io.Closer(nopCloser{})
 	switch {
-	case f.ID != "" && f.Column != "":
-		return Dataset{}, none, fmt.Errorf("ssm: %s: a DataFile's ID and Column cannot be combined", f.Path)
 	case strings.HasSuffix(f.Path, ".bin"):
 		if f.ID != "" || f.Column != "" {
 			return Dataset{}, none, fmt.Errorf("ssm: %s: ID and Column apply to CSV files, not to a binary file", f.Path)
@@ -192,7 +192,7 @@ func (f DataFile) Open() (Dataset, io.Closer, error) {
 			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
 		}
 		return Dataset{Sequences: []Sequence{m.Seq()}}, m, nil
-	case f.Column != "":
+	case f.Column != "" && f.ID == "":
 		c, err := ParseCSVColumn(f.Column)
 		if err != nil {
 			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
@@ -202,12 +202,20 @@ func (f DataFile) Open() (Dataset, io.Closer, error) {
 	case f.ID == "":
 		return oneSequence(ReadCSVFile(f.Path))
 	}
+	ds := CSVDataset{IDColumn: f.ID}
+	if f.Column != "" {
+		c, err := ParseCSVColumn(f.Column)
+		if err != nil {
+			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		ds.Column = c
+	}
 	file, err := os.Open(f.Path)
 	if err != nil {
 		return Dataset{}, none, err
 	}
 	defer file.Close()
-	d, err := ReadCSVDataset(file, f.ID)
+	d, err := ds.Read(file)
 	if err != nil {
 		return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
 	}

@@ -105,6 +105,7 @@ func TestDataFileOpen(t *testing.T) {
 	csvPath := writeFile(t, "dated.csv", []byte(dated))
 	plain := writeFile(t, "plain.csv", []byte("y\n1\n2\nNA\n"))
 	long := writeFile(t, "long.csv", []byte("id,y\na,1\nb,2\na,3\n"))
+	panel := writeFile(t, "panel.csv", []byte("date,ticker,close,volume\n2024-01-02,a,1,10\n2024-01-02,b,2,n/a\n2024-01-03,a,3,12\n"))
 	binPath := filepath.Join(dir, "s.bin")
 	f, err := os.Create(binPath)
 	if err != nil {
@@ -131,6 +132,8 @@ func TestDataFileOpen(t *testing.T) {
 		{ssm.DataFile{Path: csvPath, Column: "return"}, [][]float64{{0.5, -1.25, nan, 0.2}}, nil},
 		{ssm.DataFile{Path: plain}, [][]float64{{1, 2, nan}}, nil},
 		{ssm.DataFile{Path: long, ID: "id"}, [][]float64{{1, 3}, {2}}, []string{"a", "b"}},
+		{ssm.DataFile{Path: panel, ID: "ticker", Column: "close"}, [][]float64{{1, 3}, {2}}, []string{"a", "b"}},
+		{ssm.DataFile{Path: panel, ID: "ticker", Column: "3"}, [][]float64{{1, 3}, {2}}, []string{"a", "b"}},
 		{ssm.DataFile{Path: binPath}, [][]float64{{0.25, -4, nan}}, nil},
 	} {
 		d, closer, err := c.file.Open()
@@ -154,7 +157,8 @@ func TestDataFileOpen(t *testing.T) {
 		want string
 	}{
 		{ssm.DataFile{Path: binPath, Column: "1"}, "apply to CSV files"},
-		{ssm.DataFile{Path: csvPath, Column: "return", ID: "date"}, "cannot be combined"},
+		{ssm.DataFile{Path: long, Column: "id", ID: "id"}, long + ": ssm: csv line 1, column 1: the observation column is the id column"},
+		{ssm.DataFile{Path: long, Column: "0", ID: "id"}, long + ": ssm: column index 0"},
 		{ssm.DataFile{Path: csvPath, Column: "0"}, csvPath + ": ssm: column index 0"},
 		{ssm.DataFile{Path: csvPath, Column: "price"}, csvPath + ": ssm: csv line 1: no column named"},
 		{ssm.DataFile{Path: csvPath}, csvPath + ": ssm: csv line 2, column 1: non-numeric cell"},

@@ -70,7 +70,7 @@ func (e *ParseError) Unwrap() error { return ErrData }
 //
 // An error from r itself is returned wrapped, and does not wrap ErrData.
 func ReadCSV(r io.Reader) (Sequence, error) {
-	res, err := readCSV(r, "", -1)
+	res, err := readCSV(r, "", -1, CSVColumn{})
 	if err != nil {
 		return Sequence{}, err
 	}
@@ -113,6 +113,13 @@ type CSVDataset struct {
 	// starts with a digit, a sign or '.' (a malformed number, as in
 	// ReadCSV).
 	IDIndex int
+	// Column, when set (Name or Index, as in CSVColumn), picks the one
+	// observation column of a panel that holds other columns too (a date,
+	// a volume: id,date,close,volume); the other columns are not read.
+	// Its zero value reads every column but the id as the observation
+	// components. A Name needs a header (the first row is then always
+	// one); an Index counts the file's columns from 1, id included.
+	Column CSVColumn
 }
 
 // Read reads a Dataset from r. Cells are read as in ReadCSV. Rows of one
@@ -134,7 +141,10 @@ func (c CSVDataset) Read(r io.Reader) (Dataset, error) {
 	case c.IDColumn == "":
 		idCol = c.IDIndex - 1
 	}
-	res, err := readCSV(r, c.IDColumn, idCol)
+	if c.Column.Name != "" && c.Column.Index != 0 || c.Column.Index < 0 {
+		return Dataset{}, fmt.Errorf("ssm: CSVDataset.Column = CSVColumn{Name: %q, Index: %d}: set at most one of Name and a positive Index", c.Column.Name, c.Column.Index)
+	}
+	res, err := readCSV(r, c.IDColumn, idCol, c.Column)
 	if err != nil {
 		return Dataset{}, err
 	}
@@ -186,8 +196,9 @@ type csvResult struct {
 }
 
 // readCSV parses r. idName, when non-empty, names the id column in the
-// header; otherwise idCol is its 0-based index, or -1 for a single sequence.
-func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
+// header; otherwise idCol is its 0-based index, or -1 for a single
+// sequence. pick, when set, is the one observation column to read.
+func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1 // ragged rows are reported by us, with the column
 	cr.ReuseRecord = true
@@ -233,6 +244,38 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 	obs := width
 	if idCol >= 0 {
 		obs--
+	}
+	// col is the picked observation column (−1: every column but the id).
+	col := -1
+	switch {
+	case pick.Name != "":
+		header = true
+		for i, cell := range rec {
+			if strings.TrimSpace(cell) != pick.Name {
+				continue
+			}
+			if col >= 0 {
+				return csvResult{}, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("column %s appears more than once in the header", quoteCell(pick.Name))}
+			}
+			col = i
+		}
+		if col < 0 {
+			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header", quoteCell(pick.Name))}
+		}
+	case pick.Index > 0:
+		col = pick.Index - 1
+		if col >= width {
+			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column %d: the first row has %d columns", pick.Index, width)}
+		}
+		if idName == "" {
+			header = looksLikeHeader(rec[col:col+1], -1)
+		}
+	}
+	if col >= 0 {
+		if col == idCol {
+			return csvResult{}, &ParseError{Line: line, Column: col + 1, Msg: "the observation column is the id column"}
+		}
+		obs = 1
 	}
 	if obs == 0 {
 		return csvResult{}, &ParseError{Line: line, Msg: "no observation columns"}
@@ -296,7 +339,7 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 				prev = line
 			}
 			for i, cell := range rec {
-				if i == idCol {
+				if i == idCol || col >= 0 && i != col {
 					continue
 				}
 				v, kind := parseCell(cell)
@@ -308,6 +351,8 @@ func readCSV(r io.Reader, idName string, idCol int) (csvResult, error) {
 						msg += semicolonHint
 					case kind == cellBad && width > 1 && idCol < 0:
 						msg += " (a date or label column? Read the value column alone: CSVColumn, or -col in examples/fit)"
+					case kind == cellBad && col < 0 && obs > 1:
+						msg += " (a date or label column? Pick the value column: CSVDataset.Column, or -col with -id in examples/fit)"
 					}
 					return csvResult{}, &ParseError{Line: l, Column: i + 1, Msg: msg}
 				}

@@ -198,6 +198,18 @@ func TestReadCSVDataset(t *testing.T) {
 		{"by index, first row with text id is data", ssm.CSVDataset{IDIndex: 1},
 			"first,1\nfirst,2\n", 1,
 			[]string{"first"}, [][]float64{{1, 2}}},
+		{"panel, value column by name", ssm.CSVDataset{IDColumn: "ticker", Column: ssm.CSVColumn{Name: "close"}},
+			"date,ticker,close,volume\n2024-01-02,AAA,10.5,n/a\n2024-01-02,BBB,20,7\n2024-01-03,AAA,NA,5\n2024-01-03,BBB,21,x\n", 1,
+			[]string{"AAA", "BBB"}, [][]float64{{10.5, nan}, {20, 21}}},
+		{"panel, value column by index, id by index", ssm.CSVDataset{IDIndex: 2, Column: ssm.CSVColumn{Index: 3}},
+			"date,ticker,close\n2024-01-02,AAA,1\n2024-01-03,AAA,2\n", 1,
+			[]string{"AAA"}, [][]float64{{1, 2}}},
+		{"panel, value column by index, no header", ssm.CSVDataset{IDIndex: 1, Column: ssm.CSVColumn{Index: 3}},
+			"a,2024-01-02,1\na,2024-01-03,2\n", 1,
+			[]string{"a"}, [][]float64{{1, 2}}},
+		{"panel, value column by name, id by index", ssm.CSVDataset{IDIndex: 1, Column: ssm.CSVColumn{Name: "y"}},
+			"id,y,z\na,1,2\n", 1,
+			[]string{"a"}, [][]float64{{1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := tc.spec.Read(strings.NewReader(tc.in))
@@ -248,11 +260,29 @@ func TestReadCSVDatasetErrors(t *testing.T) {
 		{ssm.CSVDataset{IDIndex: 3}, csvErrorCase{"index beyond the row", "a,1\n", 1, 0, "id column 3 is beyond"}},
 		{ssm.CSVDataset{IDIndex: 1}, csvErrorCase{"index, no observation columns", "a\nb\n", 1, 0, "no observation columns"}},
 		{ssm.CSVDataset{IDIndex: 2}, csvErrorCase{"index, empty id", "1,a\n2,\n", 2, 2, "empty sequence id"}},
+		{byName, csvErrorCase{"date column without a pick", "id,date,y\na,2024-01-02,1\n", 2, 2, "Pick the value column: CSVDataset.Column"}},
+		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Name: "close"}}, csvErrorCase{"no value column", "id,y\na,1\n", 1, 0, `no column named "close"`}},
+		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Name: "y"}}, csvErrorCase{"duplicate value column", "id,y,y\na,1,2\n", 1, 3, "more than once"}},
+		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Index: 4}}, csvErrorCase{"value index beyond the row", "id,y\na,1\n", 1, 0, "no column 4"}},
+		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Name: "id"}}, csvErrorCase{"value column is the id", "id,y\na,1\n", 1, 1, "is the id column"}},
+		{ssm.CSVDataset{IDIndex: 1, Column: ssm.CSVColumn{Index: 1}}, csvErrorCase{"value index is the id", "a,1\n", 1, 1, "is the id column"}},
+		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Name: "y"}}, csvErrorCase{"non-numeric value", "id,d,y\na,x,1\na,x,z\n", 3, 3, "non-numeric"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.spec.Read(strings.NewReader(tc.in))
 			checkParseError(t, err, tc.csvErrorCase)
 		})
+	}
+}
+
+// A Column with both or a negative index is an error that does not
+// wrap ErrData (a caller's mistake, not the data's).
+func TestCSVDatasetColumnMisuse(t *testing.T) {
+	for _, c := range []ssm.CSVColumn{{Name: "y", Index: 2}, {Index: -1}} {
+		_, err := ssm.CSVDataset{IDColumn: "id", Column: c}.Read(strings.NewReader("id,y\na,1\n"))
+		if err == nil || errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "at most one of Name and a positive Index") {
+			t.Errorf("Column %+v: error %v; want a settings error not wrapping ErrData", c, err)
+		}
 	}
 }
 

@@ -180,7 +180,8 @@
 // an optional header; "", "NaN" and the missing-value markers of common
 // sources (NA, null, ".", #N/A, N/A, None) are missing, and "-0.52%"
 // reads as -0.52 (percent). CSVDataset (and
-// ReadCSVDataset) read several sequences told apart by an id column.
+// ReadCSVDataset) read several sequences told apart by an id column; its
+// Column picks the value column of a panel (ticker,date,close,volume).
 // Malformed input gives a *ParseError naming the line and column and
 // wrapping ErrData; the readers never panic. WriteCSV writes the format
 // back. LogReturns turns prices or index levels into the log returns

@@ -69,10 +69,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.set.RegisterFlags(fs) // -S -B -N -Ncv -filter -gradient -step -warmup -adapt -iters -time -thin -chains -seed -ksd -q
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells, NaN, NA, null, '.' and #N/A are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
-	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format)")
+	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format; with -col, the value column of a panel such as ticker,date,close,volume)")
 	fs.BoolVar(&c.returns, "returns", false, "fit the percent log returns 100·(log y_t − log y_{t−1}) of the data: prices or index levels (a missing price makes both returns that use it missing)")
 	fs.Float64Var(&c.scale, "scale", 1, "multiply the data by this (after -returns): 100 turns returns in fractions into the percent the default priors expect; parameters, states and forecasts are then in the scaled units")
-	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return)")
+	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return; with -id, of each sequence)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
 	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64, 128 for the coarser 32) and warns when that correction is large")
@@ -100,8 +100,6 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
 	case strings.HasSuffix(c.data, ".bin") && (c.id != "" || c.col != ""):
 		return nil, fmt.Errorf("-id and -col apply to CSV files, not to the binary %s", c.data)
-	case c.col != "" && c.id != "":
-		return nil, fmt.Errorf("-col and -id cannot be combined")
 	}
 	return c, nil
 }

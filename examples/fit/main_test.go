@@ -257,26 +257,27 @@ func TestMultiSequence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
-	// Four weekly sequences of an LGSSM in long format with an id column.
+	// Four weekly sequences of an LGSSM in long format: a panel with a
+	// date, an id and a second value column, fitted by -id with -col.
 	m := models.LGSSM{}
 	u, _ := m.Params(0.8, 0.5, 0.5)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var b strings.Builder
-	b.WriteString("week,y\n")
+	b.WriteString("date,week,y,volume\n")
 	for w := 0; w < 4; w++ {
 		_, y, err := m.Simulate(120, u, rng)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range y.Y {
-			fmt.Fprintf(&b, "w%d,%g\n", w, v)
+			fmt.Fprintf(&b, "2024-%02d-01,w%d,%g,n/a\n", w+1, w, v)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "weeks.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, dir := runJSON(t, append([]string{"-model", "lgssm", "-data", path, "-id", "week"}, short...)...)
+	o, dir := runJSON(t, append([]string{"-model", "lgssm", "-data", path, "-id", "week", "-col", "y"}, short...)...)
 	checkOutput(t, o, dir, "lgssm", m.ParamNames(), 2, 150, 300)
 }
 
