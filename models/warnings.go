@@ -23,11 +23,15 @@ import (
 //     x_t by 2, so the data's variance should not exceed 2;
 //   - under the SVM (any prior) an observation of exactly 0 has a density
 //     N(0; 0, τ²eˣ) that grows without bound as the log-volatility
-//     x → −∞, so zeros pull σ up and φ down, and with many of them the
-//     likelihood is dominated by that direction (on the DAX returns, 2%
-//     zeros moved σ by 0.4 posterior sd, 10% by 3 sds, and at 20% the
-//     chains left for σ ≈ 6, φ < 0); 1% or more zeros get a warning (GARCH and
-//     the LGSSM have observation noise and are not affected);
+//     x → −∞; over x ~ N(m, σ²) it integrates to e^{−m/2+σ²/8}/(√(2π)τ),
+//     so with n₀ zeros the likelihood grows like e^{n₀σ²/8} (at φ = 0,
+//     against σ^{−n₁} from the n₁ other values): the posterior is
+//     improper under any prior with polynomial tails, and a fit finds at
+//     most a local mode, with σ pulled up and φ down (on the DAX returns
+//     2% zeros moved σ by 0.4 posterior sd, 10% by 3 sds; from 15% there
+//     was no local mode and sgmcmc.Fit stops with ErrNoMode); 1% or more
+//     zeros get a warning (GARCH and the LGSSM have observation noise and
+//     are not affected);
 //   - under the SVM and GARCH (any prior), 20 or more observed values none
 //     of which is negative are levels (prices, an index) or absolute
 //     returns, not the returns these models describe (symmetric about 0:
@@ -277,8 +281,9 @@ func returnsModel(m ssm.Model) bool {
 // svmZeros is the warning for zeros of n observed values under the SVM.
 func svmZeros(zeros int, n float64) string {
 	return fmt.Sprintf("%d of %.0f observed values (%.1f%%) are exactly 0: under the SVM a zero has unbounded "+
-		"density as the volatility goes to 0, so zeros pull sigma up and phi down (from 20%% on the chains can leave for "+
-		"sigma of several units); if they are stale prices or closed markets, code them as missing (NA) or demean the returns",
+		"density as the volatility goes to 0 and the likelihood grows like exp(zeros*sigma^2/8), so the posterior is improper and a fit "+
+		"finds at most a local mode, with sigma pulled up and phi down (on the DAX returns there was none from 15%% zeros); "+
+		"if they are stale prices or closed markets, code them as missing (NA), or fit a model with observation noise (GARCH, LGSSM)",
 		zeros, n, 100*float64(zeros)/n)
 }
 

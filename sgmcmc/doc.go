@@ -87,7 +87,12 @@
 //     runs on nested subsets and then reads all the data once, at the
 //     last subset's mode u0; its later steps, and the anchor, use
 //     ĝ_full(u0) plus score differences on a subset, whose sampling error
-//     is reported and kept below 0.1 posterior sd. (A full pass is the
+//     is reported and kept below 0.1 posterior sd. Newton rounds that
+//     keep moving to where the grid must cover an ever wider state range
+//     (two in a row, each 1.5 times wider, the last step ≥ 10 sds) are a
+//     log posterior rising without bound, an improper posterior (the SVM
+//     with exact zeros in the data): Fit stops with ErrNoMode and the
+//     data's warnings instead of sampling it. (A full pass is the
 //     one O(T) step: an anchor from n of T observations would move the
 //     mean by about √(T/n − 1) sds; PrepObs trades that for time.) The
 //     plain estimator gets the same first-order bias

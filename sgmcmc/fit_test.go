@@ -755,3 +755,26 @@ func TestFitKSDExactScores(t *testing.T) {
 		t.Errorf("KSD %.10g, want %.10g from the exact full-data scores", post.KSD.KSD, want.KSD)
 	}
 }
+
+// TestFitNoModeZeros: exact zeros under the SVM make the posterior
+// improper (the likelihood grows like exp(zeros·σ²/8)); with 30% of them
+// the preparation's Newton steps run to ever wider state ranges, and Fit
+// stops with ErrNoMode naming the zeros, where it used to sample for more
+// than ten minutes without an answer. 10% zeros keep a local mode and fit.
+func TestFitNoModeZeros(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s")
+	}
+	y := slices.Clone(daxSeq(t).Y[:600])
+	for i := range y {
+		if i%10 < 3 {
+			y[i] = 0
+		}
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}}
+	_, err := sgmcmc.Fit(context.Background(), models.SVM{}, data, sgmcmc.FitSettings{Seed: 1, Iterations: 20, KSDDraws: -1})
+	if !errors.Is(err, sgmcmc.ErrNoMode) || !strings.Contains(err.Error(), "180 of 600 observed values (30.0%) are exactly 0") {
+		t.Fatalf("30%% zeros: error %v; want ErrNoMode naming the zeros", err)
+	}
+	t.Log(err)
+}
