@@ -59,3 +59,36 @@ func Scaled(s Sequence, f float64) (Sequence, error) {
 	s.Y = y
 	return s, nil
 }
+
+// Demeaned returns a copy of s with each component's mean over its
+// observed values subtracted (a missing value stays missing), and those
+// means: the deviations from a level that a model without an intercept
+// (models.LGSSM's state is an AR(1) about 0) can describe. A component
+// with no observed value is left as it is (mean NaN). The input is only
+// read (it may be memory-mapped).
+func Demeaned(s Sequence) (Sequence, []float64) {
+	d := max(s.Obs, 1)
+	sum, cnt := make([]float64, d), make([]float64, d)
+	for i, v := range s.Y {
+		if !math.IsNaN(v) {
+			sum[i%d] += v
+			cnt[i%d]++
+		}
+	}
+	means := make([]float64, d)
+	for k := range means {
+		means[k] = math.NaN()
+		if cnt[k] > 0 {
+			means[k] = sum[k] / cnt[k]
+		}
+	}
+	y := make([]float64, len(s.Y))
+	for i, v := range s.Y {
+		y[i] = v
+		if m := means[i%d]; !math.IsNaN(m) {
+			y[i] = v - m
+		}
+	}
+	s.Y = y
+	return s, means
+}

@@ -3,6 +3,7 @@ package ssm_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,5 +92,33 @@ func TestScaled(t *testing.T) {
 		if _, err := ssm.Scaled(in, f); !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "scale factor") {
 			t.Errorf("factor %v: error %v, want ErrData", f, err)
 		}
+	}
+}
+
+// Demeaned subtracts each component's mean over its observed values and
+// leaves missing values missing and the input untouched.
+func TestDemeaned(t *testing.T) {
+	nan := math.NaN()
+	in := ssm.Sequence{Obs: 2, Y: []float64{1, 10, nan, 20, 5, nan, 3, nan}}
+	orig := slices.Clone(in.Y)
+	out, means := ssm.Demeaned(in)
+	if means[0] != 3 || means[1] != 15 {
+		t.Errorf("means %v, want [3 15]", means)
+	}
+	want := []float64{-2, -5, nan, 5, 2, nan, 0, nan}
+	for i := range want {
+		if !(out.Y[i] == want[i] || math.IsNaN(out.Y[i]) && math.IsNaN(want[i])) {
+			t.Errorf("Demeaned: %v, want %v", out.Y, want)
+			break
+		}
+	}
+	for i := range orig {
+		if !(in.Y[i] == orig[i] || math.IsNaN(orig[i])) {
+			t.Fatalf("input changed: %v", in.Y)
+		}
+	}
+	// A component with no observed value is left as it is.
+	if out, means := ssm.Demeaned(ssm.Sequence{Obs: 1, Y: []float64{nan, nan}}); !math.IsNaN(means[0]) || !math.IsNaN(out.Y[0]) {
+		t.Errorf("all missing: %v, means %v", out.Y, means)
 	}
 }

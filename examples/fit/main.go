@@ -51,7 +51,7 @@ func main() {
 type config struct {
 	model, data, id, col, out, checkpoint string
 	proposal                              compare.ProposalFlag
-	kalman, json, quiet, returns          bool
+	kalman, json, quiet, returns, demean  bool
 	nodes                                 int
 	scale                                 float64
 	set                                   sgmcmc.FitSettings
@@ -72,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format; with -col, the value column of a panel such as ticker,date,close,volume)")
 	fs.BoolVar(&c.returns, "returns", false, "fit the percent log returns 100·(log y_t − log y_{t−1}) of the data: prices or index levels (a missing price makes both returns that use it missing)")
 	fs.Float64Var(&c.scale, "scale", 1, "multiply the data by this (after -returns): 100 turns returns in fractions into the percent the default priors expect; parameters, states and forecasts are then in the scaled units")
+	fs.BoolVar(&c.demean, "demean", false, "subtract each sequence's mean (after -returns and -scale): the LGSSM's state is an AR(1) about 0 with no intercept, so data about a level (a temperature, a rate) are fitted as deviations from it; without it the level is fitted as persistence (phi near 1)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return; with -id, of each sequence)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
@@ -125,6 +126,9 @@ func loadData(c *config) (ssm.Dataset, error) {
 			if seq, err = ssm.Scaled(seq, c.scale); err != nil {
 				return data, fmt.Errorf("-scale: %w", err)
 			}
+		}
+		if c.demean {
+			seq, _ = ssm.Demeaned(seq)
 		}
 		data.Sequences[j] = seq
 	}

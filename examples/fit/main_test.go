@@ -675,3 +675,42 @@ func TestScaleFlag(t *testing.T) {
 		t.Errorf("-scale 0: error %v, want one naming -scale", err)
 	}
 }
+
+// -demean fits each sequence's deviations from its own mean, after
+// -scale: the simulated LGSSM series shifted by 5 and scaled by 10 comes
+// back as 10 times its own deviations from its mean.
+func TestDemeanFlag(t *testing.T) {
+	sim, err := ssm.ReadCSVFile(filepath.Join("..", "..", "testdata", "lgssm_sim.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("id,y\n")
+	for i, v := range sim.Y {
+		fmt.Fprintf(&b, "s%d,%.17g\n", i%2, 0.5+v/10) // two sequences, interleaved
+	}
+	path := filepath.Join(t.TempDir(), "level.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseFlags([]string{"-model", "lgssm", "-data", path, "-id", "id", "-scale", "10", "-demean", "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := loadData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, seq := range data.Sequences {
+		m := 0.0 // the sequence's own mean, of the original values
+		for i := s; i < len(sim.Y); i += 2 {
+			m += sim.Y[i]
+		}
+		m /= float64(len(seq.Y))
+		for k, v := range seq.Y {
+			if want := sim.Y[2*k+s] - m; math.Abs(v-want) > 1e-9 {
+				t.Fatalf("sequence %d, row %d: %v, want %v", s, k, v, want)
+			}
+		}
+	}
+}
