@@ -119,7 +119,7 @@ func loadData(c *config) (ssm.Dataset, error) {
 	for j, seq := range data.Sequences { // new slices: a mapped .bin file is only read
 		if c.returns {
 			if seq, err = ssm.LogReturns(seq, 100); err != nil {
-				return data, fmt.Errorf("%s: sequence %d: -returns: %w", c.data, j, err)
+				return data, fmt.Errorf("%s: %s: -returns: %w", c.data, seqName(data, j), err)
 			}
 		}
 		if c.scale != 1 {
@@ -135,10 +135,18 @@ func loadData(c *config) (ssm.Dataset, error) {
 	// A sequence shorter than S is one whole window (gradient.Subsequencer).
 	for j, seq := range data.Sequences {
 		if !seq.Observed(0, seq.Len()) {
-			return data, fmt.Errorf("%s: sequence %d has no observed values (every cell is missing)", c.data, j)
+			return data, fmt.Errorf("%s: %s has no observed values (every cell is missing)", c.data, seqName(data, j))
 		}
 	}
 	return data, nil
+}
+
+// seqName names sequence j of data: by its id (-id), else by its index.
+func seqName(data ssm.Dataset, j int) string {
+	if j < len(data.IDs) {
+		return fmt.Sprintf("sequence %d (id %q)", j, data.IDs[j])
+	}
+	return fmt.Sprintf("sequence %d", j)
 }
 
 var modelNamed = map[string]ssm.Model{"lgssm": models.LGSSM{}, "svm": models.SVM{}, "garch": models.GARCH{}}

@@ -289,6 +289,10 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(short, []byte(strings.Repeat("0.1\n", 50)), 0o644)
 	allNA := filepath.Join(dir, "na.csv")
 	os.WriteFile(allNA, []byte("y\nNA\n\nNaN\n"), 0o644)
+	panel := filepath.Join(dir, "panel.csv")
+	os.WriteFile(panel, []byte("date,ticker,close\nd0,AAA,10\nd0,BBB,20\nd1,AAA,11\nd1,BBB,NA\nd1,CCC,5\n"), 0o644)
+	panel2 := filepath.Join(dir, "panel2.csv")
+	os.WriteFile(panel2, []byte("date,ticker,close\nd0,AAA,10\nd0,BBB,20\nd1,AAA,11\nd1,BBB,NA\n"), 0o644)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -309,6 +313,8 @@ func TestBadInput(t *testing.T) {
 		{"negative iterations", []string{"-data", daxPath, "-iters", "-1"}, "Iterations, TargetESS, AdaptWindow and Thin must not be negative"},
 		{"unknown filter", []string{"-filter", "smc"}, `unknown filter "smc"`},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},
+		{"one price in a panel", []string{"-data", panel, "-id", "ticker", "-col", "close", "-returns"}, `sequence 2 (id "CCC"): -returns: ssm: invalid data: log returns need at least 2 rows`},
+		{"no return in a panel", []string{"-data", panel2, "-id", "ticker", "-col", "close", "-returns"}, `sequence 1 (id "BBB") has no observed values`},
 		{"bad flag", []string{"-iters", "many"}, "invalid value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
