@@ -60,7 +60,7 @@ func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
 	if (c.Name == "") == (c.Index == 0) || c.Index < 0 {
 		return Sequence{}, fmt.Errorf("ssm: CSVColumn{Name: %q, Index: %d}: set exactly one of Name and a positive Index", c.Name, c.Index)
 	}
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
@@ -71,7 +71,6 @@ func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
 	if err != nil {
 		return Sequence{}, convertCSVError(err)
 	}
-	rec[0] = strings.TrimPrefix(rec[0], "\uFEFF")
 	line, _ := cr.FieldPos(0)
 	lastLine, _ := cr.FieldPos(len(rec) - 1)
 	j, header := c.Index-1, c.Name != ""

@@ -199,7 +199,7 @@ type csvResult struct {
 // header; otherwise idCol is its 0-based index, or -1 for a single
 // sequence. pick, when set, is the one observation column to read.
 func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	cr.FieldsPerRecord = -1 // ragged rows are reported by us, with the column
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
@@ -211,7 +211,6 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, 
 	if err != nil {
 		return csvResult{}, convertCSVError(err)
 	}
-	rec[0] = strings.TrimPrefix(rec[0], "\uFEFF")
 	width := len(rec)
 	// A semicolon-separated file (European spreadsheets, with decimal
 	// commas) reads as one column whose rows then split at the commas.
@@ -494,4 +493,16 @@ func quoteCell(s string) string {
 		n++
 	}
 	return strconv.Quote(s)
+}
+
+// skipBOM returns r without a leading UTF-8 byte order mark (Excel's "CSV
+// UTF-8" writes one). It must go before the CSV parser: after it, a quoted
+// first cell ("\uFEFF\"Date\"") is a bare quote in an unquoted field, and
+// every reader failed on such a file.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
+		br.Discard(3)
+	}
+	return br
 }

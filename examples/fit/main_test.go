@@ -720,3 +720,60 @@ func TestDemeanFlag(t *testing.T) {
 		}
 	}
 }
+
+// A download listed newest first (Investing.com: a byte order mark, quoted
+// cells, month/day/year dates) is fitted oldest first: -col Price
+// -returns gives the returns the same prices give in time order, with a
+// note; an oldest-first file gets no note.
+func TestNewestFirst(t *testing.T) {
+	dax, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := dax.Y[:300]
+	prices := []float64{100}
+	for _, r := range y {
+		prices = append(prices, prices[len(prices)-1]*math.Exp(r/100))
+	}
+	day := time.Date(2023, 1, 2, 0, 0, 0, 0, time.UTC)
+	row := func(i int) string {
+		return fmt.Sprintf("\"%s\",\"%.10f\",\"0.00%%\"\n", day.AddDate(0, 0, i).Format("01/02/2006"), prices[i])
+	}
+	var newest, oldest strings.Builder
+	newest.WriteString("\uFEFF\"Date\",\"Price\",\"Change %\"\n")
+	oldest.WriteString("\uFEFF\"Date\",\"Price\",\"Change %\"\n")
+	for i := range prices {
+		newest.WriteString(row(len(prices) - 1 - i))
+		oldest.WriteString(row(i))
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, text string
+		note       bool
+	}{{"newest.csv", newest.String(), true}, {"oldest.csv", oldest.String(), false}} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := parseFlags([]string{"-model", "garch", "-data", path, "-col", "Price", "-returns", "-q"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := loadData(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := data.Sequences[0].Y
+		if len(got) != len(y) {
+			t.Fatalf("%s: %d returns, want %d", c.name, len(got), len(y))
+		}
+		for i := range y {
+			if math.Abs(got[i]-y[i]) > 1e-6 {
+				t.Fatalf("%s: return %d = %v, want %v", c.name, i, got[i], y[i])
+			}
+		}
+		if note := strings.Join(cfg.notes, " "); c.note != strings.Contains(note, "the Date column of "+path+" runs newest first") {
+			t.Errorf("%s: notes %q", c.name, cfg.notes)
+		}
+	}
+}
