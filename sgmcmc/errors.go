@@ -24,6 +24,10 @@ var (
 	// left to sample and nothing to summarise. (A finished run with draws
 	// returns its Posterior again, read from Checkpoint+".draws".)
 	ErrFinished = errors.New("sgmcmc: the checkpointed run had already finished")
+	// ErrNoMode is wrapped by the error of a Fit whose search for the
+	// posterior mode runs away to ever wider state ranges: the log
+	// posterior rises without bound, an improper posterior (see runaway).
+	ErrNoMode = errors.New("sgmcmc: no posterior mode")
 )
 
 // NonFiniteError reports a NaN or infinite gradient estimate or parameter.

@@ -467,7 +467,9 @@ type ProposalComponent struct {
 //     cannot describe: a scale they do not expect, prices for returns).
 //
 // The error is non-nil only when no posterior can be reported; problems
-// that leave draws (chains stopped, budget exhausted) become warnings.
+// that leave draws (chains stopped, budget exhausted) become warnings. It
+// wraps ErrNoMode when step 2's Newton search runs to ever wider state
+// ranges (an improper posterior: the SVM with many exact zeros).
 func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) (*Posterior, error) {
 	start := time.Now()
 	f, err := newFit(model, data, s)
@@ -2002,10 +2004,6 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 	}
 	return u, t, h, l, stream, nil
 }
-
-// ErrNoMode is wrapped by the error of a fit whose search for the
-// posterior mode runs away (see runaway).
-var ErrNoMode = errors.New("sgmcmc: no posterior mode")
 
 // runaway records the Newton rounds of a grid filter's preparation that
 // end with a regrid: unconverged rounds in a row, each of which moved u
