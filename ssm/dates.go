@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,6 +48,24 @@ const (
 // unparseable cell, ties). It reads the whole input; only a CSV syntax
 // error or a read error is an error.
 func CSVDateOrder(r io.Reader) (DateOrder, string, error) {
+	return csvDateOrder(r, "")
+}
+
+// CSVDatasetDateOrder is CSVDateOrder for a file in long format with the
+// id column idColumn (CSVDataset): the dates are compared within each id,
+// and the order is that of every id with two rows or more.
+func CSVDatasetDateOrder(r io.Reader, idColumn string) (DateOrder, string, error) {
+	return csvDateOrder(r, idColumn)
+}
+
+// dateRun is the order of one sequence's dates so far.
+type dateRun struct {
+	prev     time.Time
+	rows     int
+	up, down bool
+}
+
+func csvDateOrder(r io.Reader, idName string) (DateOrder, string, error) {
 	cr := csv.NewReader(skipBOM(r))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
@@ -58,24 +77,22 @@ func CSVDateOrder(r io.Reader) (DateOrder, string, error) {
 	if err != nil {
 		return DatesUnknown, "", convertCSVError(err)
 	}
-	col, name := -1, ""
+	col, name, idCol := -1, "", -1
 	for i, cell := range rec {
-		for _, h := range dateHeaders {
-			if strings.EqualFold(strings.TrimSpace(cell), h) {
-				col, name = i, strings.TrimSpace(cell)
-				break
-			}
+		cell = strings.TrimSpace(cell)
+		if idName != "" && cell == idName && idCol < 0 {
+			idCol = i
+			continue
 		}
-		if col >= 0 {
-			break
+		if col < 0 && slices.ContainsFunc(dateHeaders, func(h string) bool { return strings.EqualFold(cell, h) }) {
+			col, name = i, cell
 		}
 	}
-	if col < 0 {
-		return DatesUnknown, "", nil
+	if col < 0 || idName != "" && idCol < 0 {
+		return DatesUnknown, name, nil
 	}
 	layout := ""
-	var prev time.Time
-	up, down, rows := true, true, 0
+	runs := map[string]*dateRun{}
 	for {
 		rec, err = cr.Read()
 		if err == io.EOF {
@@ -87,7 +104,7 @@ func CSVDateOrder(r io.Reader) (DateOrder, string, error) {
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue // a blank line
 		}
-		if col >= len(rec) {
+		if col >= len(rec) || idCol >= len(rec) {
 			return DatesUnknown, name, nil
 		}
 		cell := strings.TrimSpace(rec[col])
@@ -106,15 +123,32 @@ func CSVDateOrder(r io.Reader) (DateOrder, string, error) {
 		if err != nil {
 			return DatesUnknown, name, nil
 		}
-		if rows > 0 {
-			up = up && d.After(prev)
-			down = down && d.Before(prev)
+		id := ""
+		if idCol >= 0 {
+			id = strings.TrimSpace(rec[idCol])
 		}
-		prev = d
-		rows++
+		run := runs[id]
+		if run == nil {
+			run = &dateRun{up: true, down: true}
+			runs[id] = run
+		}
+		if run.rows > 0 {
+			run.up = run.up && d.After(run.prev)
+			run.down = run.down && d.Before(run.prev)
+		}
+		run.prev = d
+		run.rows++
+	}
+	up, down, long := true, true, false
+	for _, run := range runs {
+		if run.rows < 2 {
+			continue
+		}
+		long = true
+		up, down = up && run.up, down && run.down
 	}
 	switch {
-	case rows < 2:
+	case !long:
 		return DatesUnknown, name, nil
 	case up:
 		return DatesAscending, name, nil
@@ -124,14 +158,15 @@ func CSVDateOrder(r io.Reader) (DateOrder, string, error) {
 	return DatesUnknown, name, nil
 }
 
-// CSVFileDateOrder opens the named file and reads it with CSVDateOrder.
-func CSVFileDateOrder(path string) (DateOrder, string, error) {
+// CSVFileDateOrder opens the named file and reads it with CSVDateOrder,
+// or with CSVDatasetDateOrder when idColumn is not empty.
+func CSVFileDateOrder(path, idColumn string) (DateOrder, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return DatesUnknown, "", err
 	}
 	defer f.Close()
-	o, name, err := CSVDateOrder(f)
+	o, name, err := csvDateOrder(f, idColumn)
 	if err != nil {
 		return DatesUnknown, name, fmt.Errorf("%s: %w", path, err)
 	}

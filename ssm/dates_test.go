@@ -67,3 +67,25 @@ func TestBOMQuotedHeader(t *testing.T) {
 		t.Errorf("CSVDataset: %+v, %v", d, err)
 	}
 }
+
+// In long format the dates are compared within each id.
+func TestCSVDatasetDateOrder(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     ssm.DateOrder
+	}{
+		{"panel, newest first", "Date,Ticker,Close\n2024-01-03,A,1\n2024-01-03,B,2\n2024-01-02,A,3\n2024-01-02,B,4\n2023-12-29,C,5\n", ssm.DatesDescending},
+		{"panel, oldest first, grouped by id", "date,id,y\n2024-01-02,a,1\n2024-01-03,a,2\n2024-01-02,b,3\n2024-01-04,b,4\n", ssm.DatesAscending},
+		{"ids disagree", "date,id,y\n2024-01-02,a,1\n2024-01-03,a,2\n2024-01-04,b,3\n2024-01-02,b,4\n", ssm.DatesUnknown},
+		{"no id column", "date,y\n2024-01-02,1\n2024-01-03,2\n", ssm.DatesUnknown},
+	} {
+		id := "id"
+		if strings.HasPrefix(c.in, "Date,Ticker") {
+			id = "Ticker"
+		}
+		got, _, err := ssm.CSVDatasetDateOrder(strings.NewReader(c.in), id)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+}

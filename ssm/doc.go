@@ -182,8 +182,9 @@
 // reads as -0.52 (percent). CSVDataset (and
 // ReadCSVDataset) read several sequences told apart by an id column; its
 // Column picks the value column of a panel (ticker,date,close,volume).
-// CSVDateOrder tells whether a file's date column runs oldest or newest
-// first (Investing.com and Nasdaq.com downloads: newest), and Reversed puts
+// CSVDateOrder (CSVDatasetDateOrder within each id of a panel) tells
+// whether a file's date column runs oldest or newest first (Investing.com
+// and Nasdaq.com downloads: newest), and Reversed puts
 // a newest-first series in time order. Every reader skips a leading UTF-8
 // byte order mark, also before a quoted first cell.
 // Malformed input gives a *ParseError naming the line and column and

@@ -117,16 +117,18 @@ func loadData(c *config) (ssm.Dataset, error) {
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate (pick a column with -col; a decimal comma, 0,5, makes two columns): %w", c.data, err)
 	}
-	if c.id == "" && !strings.HasSuffix(c.data, ".bin") {
+	if !strings.HasSuffix(c.data, ".bin") {
 		// Investing.com, Nasdaq.com and MarketWatch list the newest day
 		// first; GARCH is not time-reversible (the DAX returns backwards
 		// moved its posterior means of mu and tau by 1.2 and 1.5 sds).
-		order, name, err := ssm.CSVFileDateOrder(c.data)
+		order, name, err := ssm.CSVFileDateOrder(c.data, c.id)
 		if err != nil {
 			return data, err
 		}
 		if order == ssm.DatesDescending {
-			data.Sequences[0] = ssm.Reversed(data.Sequences[0])
+			for j, seq := range data.Sequences {
+				data.Sequences[j] = ssm.Reversed(seq)
+			}
 			c.notes = append(c.notes, fmt.Sprintf("the %s column of %s runs newest first: its rows are fitted oldest first", name, c.data))
 		}
 	}

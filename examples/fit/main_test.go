@@ -776,4 +776,34 @@ func TestNewestFirst(t *testing.T) {
 			t.Errorf("%s: notes %q", c.name, cfg.notes)
 		}
 	}
+	// A panel of two tickers, newest first: each sequence in time order.
+	var panel strings.Builder
+	panel.WriteString("Date,Ticker,Price\n")
+	for i := len(prices) - 1; i >= 0; i-- {
+		for k, name := range []string{"A", "B"} {
+			fmt.Fprintf(&panel, "%s,%s,%.10f\n", day.AddDate(0, 0, i).Format("2006-01-02"), name, prices[i]*float64(k+1))
+		}
+	}
+	path := filepath.Join(dir, "panel.csv")
+	if err := os.WriteFile(path, []byte(panel.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseFlags([]string{"-model", "garch", "-data", path, "-id", "Ticker", "-col", "Price", "-returns", "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := loadData(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, seq := range data.Sequences {
+		for i := range y {
+			if math.Abs(seq.Y[i]-y[i]) > 1e-6 {
+				t.Fatalf("panel sequence %d: return %d = %v, want %v", k, i, seq.Y[i], y[i])
+			}
+		}
+	}
+	if len(cfg.notes) != 1 {
+		t.Errorf("panel: notes %q, want one", cfg.notes)
+	}
 }
