@@ -1,7 +1,6 @@
 package ssm
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -60,10 +59,7 @@ func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
 	if (c.Name == "") == (c.Index == 0) || c.Index < 0 {
 		return Sequence{}, fmt.Errorf("ssm: CSVColumn{Name: %q, Index: %d}: set exactly one of Name and a positive Index", c.Name, c.Index)
 	}
-	cr := csv.NewReader(skipBOM(r))
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	cr.TrimLeadingSpace = true
+	cr := newCSVReader(r)
 	rec, err := cr.Read()
 	if err == io.EOF {
 		return Sequence{}, &ParseError{Line: 1, Msg: "empty input: no data rows"}
@@ -75,25 +71,8 @@ func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
 	lastLine, _ := cr.FieldPos(len(rec) - 1)
 	j, header := c.Index-1, c.Name != ""
 	if header {
-		for i, cell := range rec {
-			if strings.TrimSpace(cell) != c.Name {
-				continue
-			}
-			if j >= 0 {
-				return Sequence{}, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("column %s appears more than once in the header", quoteCell(c.Name))}
-			}
-			j = i
-		}
-		if j < 0 {
-			names := make([]string, len(rec))
-			for i, cell := range rec {
-				names[i] = strings.TrimSpace(cell)
-			}
-			h := strings.Join(names, ",")
-			if len(h) > 200 {
-				h = strings.ToValidUTF8(h[:200], "") + "..."
-			}
-			return Sequence{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header %q", quoteCell(c.Name), h)}
+		if j, err = headerColumn(rec, c.Name, line); err != nil {
+			return Sequence{}, err
 		}
 	} else {
 		if j >= len(rec) {
@@ -127,6 +106,34 @@ func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
 		return Sequence{}, &ParseError{Line: lastLine + 1, Msg: "no data rows after the header (sequence of length 0)"}
 	}
 	return Sequence{Obs: 1, Y: y}, nil
+}
+
+// headerColumn returns the index of the header cell rec holds name in
+// (after trimming whitespace), or a *ParseError on line when it holds it
+// not once: none (the error lists the header, cut to 200 bytes) or more.
+func headerColumn(rec []string, name string, line int) (int, error) {
+	j := -1
+	for i, cell := range rec {
+		if strings.TrimSpace(cell) != name {
+			continue
+		}
+		if j >= 0 {
+			return -1, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("column %s appears more than once in the header", quoteCell(name))}
+		}
+		j = i
+	}
+	if j >= 0 {
+		return j, nil
+	}
+	names := make([]string, len(rec))
+	for i, cell := range rec {
+		names[i] = strings.TrimSpace(cell)
+	}
+	h := strings.Join(names, ",")
+	if len(h) > 200 {
+		h = strings.ToValidUTF8(h[:200], "") + "..."
+	}
+	return -1, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header %q", quoteCell(name), h)}
 }
 
 // ReadFile opens the named file and reads the column with Read. Errors are

@@ -199,10 +199,7 @@ type csvResult struct {
 // header; otherwise idCol is its 0-based index, or -1 for a single
 // sequence. pick, when set, is the one observation column to read.
 func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, error) {
-	cr := csv.NewReader(skipBOM(r))
-	cr.FieldsPerRecord = -1 // ragged rows are reported by us, with the column
-	cr.ReuseRecord = true
-	cr.TrimLeadingSpace = true
+	cr := newCSVReader(r) // ragged rows are reported by us, with the column
 
 	rec, err := cr.Read()
 	if err == io.EOF {
@@ -249,17 +246,8 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, 
 	switch {
 	case pick.Name != "":
 		header = true
-		for i, cell := range rec {
-			if strings.TrimSpace(cell) != pick.Name {
-				continue
-			}
-			if col >= 0 {
-				return csvResult{}, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("column %s appears more than once in the header", quoteCell(pick.Name))}
-			}
-			col = i
-		}
-		if col < 0 {
-			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header", quoteCell(pick.Name))}
+		if col, err = headerColumn(rec, pick.Name, line); err != nil {
+			return csvResult{}, err
 		}
 	case pick.Index > 0:
 		col = pick.Index - 1
@@ -493,6 +481,17 @@ func quoteCell(s string) string {
 		n++
 	}
 	return strconv.Quote(s)
+}
+
+// newCSVReader returns the readers' CSV parser of r: a leading byte order
+// mark skipped, ragged rows allowed (the readers report them), records
+// reused, leading spaces trimmed.
+func newCSVReader(r io.Reader) *csv.Reader {
+	cr := csv.NewReader(skipBOM(r))
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+	return cr
 }
 
 // skipBOM returns r without a leading UTF-8 byte order mark (Excel's "CSV

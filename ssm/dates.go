@@ -1,7 +1,6 @@
 package ssm
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
@@ -66,10 +65,7 @@ type dateRun struct {
 }
 
 func csvDateOrder(r io.Reader, idName string) (DateOrder, string, error) {
-	cr := csv.NewReader(skipBOM(r))
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	cr.TrimLeadingSpace = true
+	cr := newCSVReader(r)
 	rec, err := cr.Read()
 	if err == io.EOF {
 		return DatesUnknown, "", nil
