@@ -218,18 +218,8 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, 
 	header := false
 	if idName != "" {
 		header = true
-		idCol = -1
-		for i, cell := range rec {
-			if strings.TrimSpace(cell) != idName {
-				continue
-			}
-			if idCol >= 0 {
-				return csvResult{}, &ParseError{Line: line, Column: i + 1, Msg: fmt.Sprintf("id column %s appears more than once in the header", quoteCell(idName))}
-			}
-			idCol = i
-		}
-		if idCol < 0 {
-			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column named %s in the header", quoteCell(idName))}
+		if idCol, err = headerColumn(rec, idName, line); err != nil {
+			return csvResult{}, err
 		}
 	} else {
 		if idCol >= width {

@@ -660,14 +660,7 @@ func TestScaleFlag(t *testing.T) {
 	if strings.Contains(stderr.String(), "warm-up") || stdout.Len() > 0 {
 		t.Errorf("the fit did work before it stopped: %q", stderr.String())
 	}
-	c, err := parseFlags([]string{"-data", path, "-scale", "100", "-q"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := loadData(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, data := mustLoad(t, "-data", path, "-scale", "100")
 	for i, v := range data.Sequences[0].Y {
 		if math.Abs(v-dax.Y[i]) > 1e-12 {
 			t.Fatalf("-scale 100: return %d = %v, want %v", i, v, dax.Y[i])
@@ -699,14 +692,7 @@ func TestDemeanFlag(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseFlags([]string{"-model", "lgssm", "-data", path, "-id", "id", "-scale", "10", "-demean", "-q"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := loadData(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := mustLoad(t, "-model", "lgssm", "-data", path, "-id", "id", "-scale", "10", "-demean")
 	for s, seq := range data.Sequences {
 		m := 0.0 // the sequence's own mean, of the original values
 		for i := s; i < len(sim.Y); i += 2 {
@@ -755,14 +741,7 @@ func TestNewestFirst(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := parseFlags([]string{"-model", "garch", "-data", path, "-col", "Price", "-returns", "-q"}, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := loadData(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg, data := mustLoad(t, "-model", "garch", "-data", path, "-col", "Price", "-returns")
 		got := data.Sequences[0].Y
 		if len(got) != len(y) {
 			t.Fatalf("%s: %d returns, want %d", c.name, len(got), len(y))
@@ -788,14 +767,7 @@ func TestNewestFirst(t *testing.T) {
 	if err := os.WriteFile(path, []byte(panel.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseFlags([]string{"-model", "garch", "-data", path, "-id", "Ticker", "-col", "Price", "-returns", "-q"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := loadData(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := mustLoad(t, "-model", "garch", "-data", path, "-id", "Ticker", "-col", "Price", "-returns")
 	for k, seq := range data.Sequences {
 		for i := range y {
 			if math.Abs(seq.Y[i]-y[i]) > 1e-6 {
@@ -806,4 +778,18 @@ func TestNewestFirst(t *testing.T) {
 	if len(cfg.notes) != 1 {
 		t.Errorf("panel: notes %q, want one", cfg.notes)
 	}
+}
+
+// mustLoad parses the flags (with -q) and loads their data.
+func mustLoad(t *testing.T, args ...string) (*config, ssm.Dataset) {
+	t.Helper()
+	c, err := parseFlags(append(args, "-q"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := loadData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, data
 }
