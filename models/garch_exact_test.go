@@ -577,8 +577,28 @@ func TestGARCHNodes(t *testing.T) {
 	if ref, _ := garchExactScore(nil, u, seq, w, 96); err != nil || fine != ref {
 		t.Errorf("Refine 96: RefinedLogLik %v (%v), want %v", fine, err, ref)
 	}
-	if c, ok := (GARCH{}).Coarsen(); !ok || c != (GARCH{Nodes: 32, Refine: 128}) {
-		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want 32 nodes refining to 128", c, ok)
+	// The defaults coarsen to 32 nodes and those to 16, both refined by
+	// Richardson's extrapolation (8ℓ₆₄ − ℓ₃₂)/7; 16 coarsen no further.
+	c, ok := (GARCH{}).Coarsen()
+	if want := (coarseGARCH{GARCH{Nodes: 32}}); !ok || c != want {
+		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want %+v", c, ok, want)
+	}
+	c16, ok := c.(ssm.Coarsener).Coarsen()
+	if want := (coarseGARCH{GARCH{Nodes: 16}}); !ok || c16 != want {
+		t.Errorf("32 nodes' Coarsen() = %+v, %v; want %+v", c16, ok, want)
+	}
+	if c8, ok := c16.(ssm.Coarsener).Coarsen(); ok {
+		t.Errorf("16 nodes' Coarsen() = %+v: want none", c8)
+	}
+	l32, _ := garchExactScore(nil, u, seq, w, 32)
+	l64, _ := garchExactScore(nil, u, seq, w, 64)
+	for _, m := range []ssm.Model{c, c16} {
+		ll, err := m.(ssm.ExactScorer).ExactScore(nil, u, seq, w)
+		ref, _ := garchExactScore(nil, u, seq, w, m.(coarseGARCH).Nodes)
+		fine, err2 := m.(ssm.RefinedScorer).RefinedLogLik(u, seq, w)
+		if err != nil || err2 != nil || ll != ref || math.Abs(fine-(8*l64-l32)/7) > 1e-9*math.Abs(fine) {
+			t.Errorf("%+v: ExactScore %v (%v), want %v; RefinedLogLik %v (%v), want (8·%v − %v)/7", m, ll, err, ref, fine, err2, l64, l32)
+		}
 	}
 	for _, m := range []GARCH{{Nodes: 64}, {Refine: 256}} {
 		if c, ok := m.Coarsen(); ok {

@@ -397,23 +397,33 @@ type Preparation struct {
 type Discretisation struct {
 	// Mode and Chol are the centre uc and the row-major lower L of the
 	// correction, z = L⁻¹(u − uc): the preparation's mode u* and L (the
-	// adaptation may change Preparation's), or for a Coarse model the
-	// corrected posterior's predicted mode u* + L z* (z*_k = a_k/(1 − b_k)
-	// from a first measurement around u*).
+	// adaptation may change Preparation's).
 	Mode []float64 `json:"mode"`
 	Chol []float64 `json:"chol"`
 	// Tilt and Curve are a and b.
 	Tilt  []float64 `json:"tilt"`
 	Curve []float64 `json:"curve"`
+	// Cross, when set, is the full curvature B (p×p, row-major) of a
+	// correction a·z + ½ zᵀBz fitted by least squares to a Coarse
+	// model's design (quadDesign); Curve is then B's diagonal, for the
+	// record, and B is applied as it is (it was validated).
+	Cross []float64 `json:"cross,omitempty"`
+	// TargetChol, when set, is the lower Cholesky factor (row-major) of
+	// the covariance of the chains' target's Gaussian approximation,
+	// N(u* + shift, C Cᵀ), which targetLaplace uses.
+	TargetChol []float64 `json:"target_chol,omitempty"`
+	// Level is the number of ssm.Coarsener steps from the user's model
+	// to the chains' (0 with Coarse means 1, as written before levels).
+	Level int `json:"level,omitempty"`
 	// Shift is how far the correction moves the posterior mean of each u
 	// coordinate, in its posterior sds, for a Gaussian posterior:
 	// L (a_k/(1 − b_k))_k, divided by the sds. Above 1 sd the Posterior
 	// warns: the correction then rests on a quadratic model of a large
 	// difference.
 	Shift []float64 `json:"shift"`
-	// Coarse reports that the chains use the model's coarser
-	// discretisation (ssm.Coarsener), whose correction moved no mean by
-	// more than 0.5 sd.
+	// Coarse reports that the chains use one of the model's coarser
+	// discretisations (ssm.Coarsener; Level says which), chosen by
+	// chooseCoarse.
 	Coarse bool `json:"coarse,omitempty"`
 	// Residual checks the correction after sampling, when it moves a mean
 	// by more than 0.1 sd or is Coarse: evenly thinned draws (Draws) are
@@ -1239,6 +1249,11 @@ func (d *Discretisation) valid(p int) bool {
 	if len(d.Chol) != p*p || firstNonFinite(d.Chol) >= 0 {
 		return false
 	}
+	for _, v := range [][]float64{d.Cross, d.TargetChol} {
+		if v != nil && (len(v) != p*p || firstNonFinite(v) >= 0) {
+			return false
+		}
+	}
 	for i := range p {
 		if !(d.Chol[i*p+i] > 0) {
 			return false
@@ -1264,15 +1279,12 @@ const discretisationMaxResidual = 0.2
 
 // checkDiscretisation sets Preparation.Discretisation when the
 // estimators use the model's exact scorer and it is an ssm.RefinedScorer:
-// both discretisations' full-data log-likelihoods at u* and u* ± L e_k,
-// on the workers. A coarser model on trial (tryCoarser) is kept when its
-// correction moves no mean by more than coarseMaxShift and applies every
-// curvature; the quadratic is then measured again around the corrected
-// posterior's predicted mode (where the chains will be: a quadratic
-// centred at the coarser mode, 0.36 sd away in GARCH's λ on DAX, left
-// the check after sampling 4 times more weight variance and a residual of
-// −0.10 ± 0.09 sd instead of −0.01 ± 0.02). Otherwise the chains go back
-// to the model as given and retry reports that its preparation must run.
+// for the model as given, both discretisations' full-data
+// log-likelihoods at u* and u* ± L e_k, on the workers (a diagonal
+// quadratic). A coarser model on trial (tryCoarser) is judged by
+// chooseCoarse on a full quadratic design instead, which keeps it (or a
+// coarser one still) or sends the chains back to the model as given:
+// retry then reports that its preparation must run.
 func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	ex, ok := f.model.(ssm.ExactScorer)
 	rs, ok2 := f.model.(ssm.RefinedScorer)
@@ -1280,46 +1292,18 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	if !ok || !ok2 || !f.gset.Exact || l == nil {
 		return false, nil
 	}
+	if f.trial {
+		f.trial = false
+		return f.chooseCoarse(ctx, rs, u0, l)
+	}
 	dc, err := f.measureDiscretisation(ctx, ex, rs, u0, l, nil)
 	if err != nil {
 		return false, err
 	}
-	if !f.trial {
-		f.prep.Discretisation = dc
-		f.log("discretisation correction (the model's finer scorer at the mode and ± one sd): tilt %.3f, curvature %.3f per whitened axis; it moves the posterior mean by %.2f posterior sds (per coordinate of u)", dc.Tilt, dc.Curve, dc.Shift)
-		return false, nil
-	}
-	f.trial = false
-	small := func(dc *Discretisation) bool {
-		_, shift := argMaxAbs(dc.Shift)
-		return shift <= coarseMaxShift && !slices.ContainsFunc(dc.Curve, func(b float64) bool { return appliedCurve(b) != b })
-	}
-	// The corrected posterior's predicted mode, in whitened coordinates.
-	zs := correctedMode(dc.Tilt, dc.Curve, nil)
-	centre := 0.0 // whitened distance of the quadratic's centre from u*
-	ok = small(dc)
-	if ok && maxAbs(zs) > recentreMin {
-		if dc, err = f.measureDiscretisation(ctx, ex, rs, lMul(u0, l, zs), l, zs); err != nil {
-			return false, err
-		}
-		ok, centre = small(dc), math.Sqrt(dot(zs, zs))
-	}
-	if !ok {
-		_, shift := argMaxAbs(dc.Shift)
-		f.log("the model's coarser discretisation is not used: its correction would move a mean by %.2f posterior sds (at most %.1f) or is too curved (%.3f); preparing the model as given", shift, coarseMaxShift, dc.Curve)
-		f.model = f.user
-		return true, nil
-	}
-	dc.Coarse = true
 	f.prep.Discretisation = dc
-	f.log("sampling at the model's coarser discretisation with its correction (centred at the corrected mode's prediction, %.2f whitened sds from the coarser mode): tilt %.3f, curvature %.3f; it moves the posterior mean by %.2f posterior sds", centre, dc.Tilt, dc.Curve, dc.Shift)
+	f.log("discretisation correction (the model's finer scorer at the mode and ± one sd): tilt %.3f, curvature %.3f per whitened axis; it moves the posterior mean by %.2f posterior sds (per coordinate of u)", dc.Tilt, dc.Curve, dc.Shift)
 	return false, nil
 }
-
-// recentreMin is the largest |z*_k| (the corrected mode's predicted
-// offset from the coarser model's mode, per whitened axis) at which the
-// correction measured around the latter is kept.
-const recentreMin = 0.1
 
 // measureDiscretisation measures the correction around centre uc = u* +
 // L z0 (z0 nil: uc = u*): both scorers' full-data log-likelihoods at uc and
@@ -1581,23 +1565,32 @@ func residualShift(dc *Discretisation, used []int, logw []float64, x [][]float64
 }
 
 // discretised is an estimator of the chains' target plus the
-// discretisation correction Σ_k a_k z_k + ½ b_k z_k², z = L⁻¹(u − u*)
-// (Discretisation): it adds the correction to the log
-// posterior and its gradient L⁻ᵀ(a + b∘z) to the gradient.
+// discretisation correction a·z + ½ zᵀBz, z = L⁻¹(u − u*)
+// (Discretisation; B diagonal unless Cross is set): it adds the
+// correction to the log posterior and its gradient L⁻ᵀ(a + Bz) to the
+// gradient.
 type discretised struct {
 	est         Estimator
 	mode, l     []float64
-	a, b        []float64
+	a, b        []float64 // b: B, p×p row-major
+	trust       float64   // the trust radius (0: none)
 	z, v, gs, g []float64 // scratch
 }
 
 func newDiscretised(est Estimator, dc *Discretisation) *discretised {
 	p := len(dc.Mode)
-	b := make([]float64, p)
-	for k, v := range dc.Curve {
-		b[k] = appliedCurve(v)
+	b := slices.Clone(dc.Cross)
+	if b == nil {
+		b = make([]float64, p*p)
+		for k, v := range dc.Curve {
+			b[k*p+k] = appliedCurve(v)
+		}
 	}
-	return &discretised{est: est, mode: dc.Mode, l: dc.Chol, a: dc.Tilt, b: b,
+	trust := 0.0
+	if dc.Cross != nil {
+		trust = quadTrust
+	}
+	return &discretised{est: est, mode: dc.Mode, l: dc.Chol, a: dc.Tilt, b: b, trust: trust,
 		z: make([]float64, p), v: make([]float64, p), gs: make([]float64, p), g: make([]float64, p)}
 }
 
@@ -1622,10 +1615,27 @@ func (d *discretised) correction(grad, u []float64) float64 {
 		}
 		d.z[i] = s / d.l[i*p+i]
 	}
-	c := 0.0
+	// Beyond the trust radius R the quadratic part is held at its value
+	// on the sphere through z: ½ s² zᵀBz, s = R/|z|, whose gradient is
+	// s²(Bz − (zᵀBz/|z|²) z).
+	zz, zbz := 0.0, 0.0
 	for k := range p {
-		c += d.a[k]*d.z[k] + 0.5*d.b[k]*d.z[k]*d.z[k]
-		d.v[k] = d.a[k] + d.b[k]*d.z[k]
+		bz := 0.0
+		for j := range p {
+			bz += d.b[k*p+j] * d.z[j]
+		}
+		d.v[k] = bz
+		zz += d.z[k] * d.z[k]
+		zbz += d.z[k] * bz
+	}
+	s2, radial := 1.0, 0.0
+	if d.trust > 0 && zz > d.trust*d.trust {
+		s2, radial = d.trust*d.trust/zz, zbz/zz
+	}
+	c := 0.5 * s2 * zbz
+	for k := range p {
+		c += d.a[k] * d.z[k]
+		d.v[k] = d.a[k] + s2*(d.v[k]-radial*d.z[k])
 	}
 	if grad == nil {
 		return c

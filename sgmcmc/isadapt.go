@@ -36,7 +36,7 @@ import (
 const (
 	isMinRounds     = 4   // rounds (of isDraws points) before the chains may start
 	isMaxRounds     = 8   // rounds at most
-	isGoodHold      = 1.6 // a proposal's measured holding time that ends the rounds
+	isGoodHold      = 1.7 // a proposal's measured holding time that ends the rounds
 	isMinEfficiency = 0.1 // the chosen proposal's ESS over its draws, at least
 	isScale0        = 1.5 // q_0's scale over the Laplace approximation's
 )
@@ -291,6 +291,9 @@ func (f *fit) targetLaplace() (mode, chol []float64) {
 	p := f.dim
 	for i, sd := range cholSD(dc.Chol, p) {
 		mode[i] += dc.Shift[i] * sd
+	}
+	if dc.TargetChol != nil {
+		return mode, slices.Clone(dc.TargetChol)
 	}
 	for i := range p {
 		for k := 0; k <= i; k++ {
