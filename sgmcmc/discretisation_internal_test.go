@@ -152,6 +152,9 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 type coarseLGSSM struct {
 	tiltedLGSSM
 	bias tilt
+	// deeper, when set, is the bias of a coarser level still, which the
+	// coarser model offers (coarsenedLGSSM.Coarsen).
+	deeper *tilt
 }
 
 func (m coarseLGSSM) Coarsen() (ssm.Model, bool) { return coarsenedLGSSM(m), true }
@@ -161,6 +164,14 @@ func (m coarseLGSSM) Coarsen() (ssm.Model, bool) { return coarsenedLGSSM(m), tru
 // and gradient are wrong on partial windows, which the test's fits do
 // not use after the preparation).
 type coarsenedLGSSM coarseLGSSM
+
+// Coarsen implements ssm.Coarsener: the level with bias deeper, when set.
+func (m coarsenedLGSSM) Coarsen() (ssm.Model, bool) {
+	if m.deeper == nil {
+		return nil, false
+	}
+	return coarsenedLGSSM{tiltedLGSSM: m.tiltedLGSSM, bias: *m.deeper}, true
+}
 
 func (m coarsenedLGSSM) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
 	ll, err := m.LGSSM.ExactScore(grad, u, seq, w)
@@ -185,7 +196,11 @@ func (m coarsenedLGSSM) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Windo
 // a direct fit of the tilted posterior within 4 Monte Carlo SEs and
 // ×[0.88, 1.14] in sd (chains on the coarse model with the fine model's
 // correction would be 0.33 sd off); with bias −2 (slope 2.3) the model
-// is kept as given.
+// is kept as given. With a second, coarser level offered whose bias
+// 2.5 e + ½·0.3 e² leaves the correction −2.2 z − ½·0.5 z² (exactly
+// quadratic, so its leave-one-out error vanishes), the chains sample
+// that level (2) and must match the direct fit alike, its posterior 2.2
+// sds off the target before the correction.
 func TestCoarser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
@@ -194,24 +209,26 @@ func TestCoarser(t *testing.T) {
 	const sd0, m0 = 0.0729, 1.562
 	tl := tilt{c: 0.3 / sd0, d: -0.2 / (sd0 * sd0), m: m0}
 	set := FitSettings{Seed: 5, KSDDraws: -1, Gradient: FullGradient}
+	deeper := tilt{c: 2.5 / sd0, d: 0.3 / (sd0 * sd0), m: m0}
 	for _, c := range []struct {
 		name   string
 		bias   float64
-		coarse bool
-	}{{"small correction", 0.4, true}, {"large correction", -2, false}} {
+		deeper *tilt
+		level  int // 0: the model as given
+	}{{"small correction", 0.4, nil, 1}, {"large correction", -2, nil, 0}, {"two levels", 0.4, &deeper, 2}} {
 		// The coarse model's correction has slope 0.3 − bias along the
 		// first whitened axis.
-		m := coarseLGSSM{tiltedLGSSM: tiltedLGSSM{tilt: tl}, bias: tilt{c: c.bias / sd0, m: m0}}
+		m := coarseLGSSM{tiltedLGSSM: tiltedLGSSM{tilt: tl}, bias: tilt{c: c.bias / sd0, m: m0}, deeper: c.deeper}
 		pa, err := Fit(context.Background(), m, data, set)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dc := pa.Preparation.Discretisation
-		t.Logf("%s: coarse %v, shift %.3f, residual %.3f ± %.3f", c.name, dc.Coarse, dc.Shift, dc.Residual, dc.ResidualSE)
-		if dc.Coarse != c.coarse || pa.model != ssm.Model(m) {
-			t.Errorf("%s: coarse %v, want %v; the Posterior's model %T", c.name, dc.Coarse, c.coarse, pa.model)
+		t.Logf("%s: coarse %v, level %d, shift %.3f, residual %.3f ± %.3f", c.name, dc.Coarse, dc.Level, dc.Shift, dc.Residual, dc.ResidualSE)
+		if dc.Coarse != (c.level > 0) || dc.Coarse && dc.Level != c.level || pa.model != ssm.Model(m) {
+			t.Errorf("%s: coarse %v at level %d, want level %d; the Posterior's model %T", c.name, dc.Coarse, dc.Level, c.level, pa.model)
 		}
-		if !c.coarse {
+		if c.level == 0 {
 			continue
 		}
 		pb, err := Fit(context.Background(), priorTiltedLGSSM{tilt: tl}, data, set)
