@@ -577,22 +577,18 @@ func TestGARCHNodes(t *testing.T) {
 	if ref, _ := garchExactScore(nil, u, seq, w, 96); err != nil || fine != ref {
 		t.Errorf("Refine 96: RefinedLogLik %v (%v), want %v", fine, err, ref)
 	}
-	// The defaults coarsen to 32 nodes and those to 16, both refined by
-	// Richardson's extrapolation (8ℓ₆₄ − ℓ₃₂)/7; 16 coarsen no further.
+	// The defaults coarsen to 32 nodes, refined by Richardson's
+	// extrapolation (8ℓ₆₄ − ℓ₃₂)/7, which coarsen no further.
 	c, ok := (GARCH{}).Coarsen()
 	if want := (coarseGARCH{GARCH{Nodes: 32}}); !ok || c != want {
 		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want %+v", c, ok, want)
 	}
-	c16, ok := c.(ssm.Coarsener).Coarsen()
-	if want := (coarseGARCH{GARCH{Nodes: 16}}); !ok || c16 != want {
-		t.Errorf("32 nodes' Coarsen() = %+v, %v; want %+v", c16, ok, want)
-	}
-	if c8, ok := c16.(ssm.Coarsener).Coarsen(); ok {
-		t.Errorf("16 nodes' Coarsen() = %+v: want none", c8)
+	if c2, ok := c.(ssm.Coarsener).Coarsen(); ok {
+		t.Errorf("32 nodes' Coarsen() = %+v: want none", c2)
 	}
 	l32, _ := garchExactScore(nil, u, seq, w, 32)
 	l64, _ := garchExactScore(nil, u, seq, w, 64)
-	for _, m := range []ssm.Model{c, c16} {
+	for _, m := range []ssm.Model{c} {
 		ll, err := m.(ssm.ExactScorer).ExactScore(nil, u, seq, w)
 		ref, _ := garchExactScore(nil, u, seq, w, m.(coarseGARCH).Nodes)
 		fine, err2 := m.(ssm.RefinedScorer).RefinedLogLik(u, seq, w)

@@ -127,17 +127,17 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	if err := f.prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// On DAX the fit samples at GARCH's coarsest 16 nodes (level 2),
-	// whose 32-node level's correction moves the target by less than 0.5
-	// sd (0.36 in λ); the chains' model scores as GARCH at 16 nodes.
+	// On DAX the fit samples at GARCH's coarser 32 nodes (level 1),
+	// whose correction moves the target by less than 0.5 sd (0.36 in λ);
+	// the chains' model scores as GARCH at 32 nodes.
 	dc := f.prep.Discretisation
 	_, mx := argMaxAbs(dc.Shift)
 	t.Logf("GARCH on DAX: coarse %v, level %d, shift %.4f sd, model %+v", dc.Coarse, dc.Level, dc.Shift, f.model)
 	seq := f.data.Sequences[0]
 	got, err := f.model.(ssm.ExactScorer).ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
-	want, err2 := models.GARCH{Nodes: 16}.ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
-	if !dc.Coarse || dc.Level != 2 || len(dc.Shift) != 4 || mx > coarseMaxShift || err != nil || err2 != nil || got != want || f.user != (models.GARCH{}) {
-		t.Errorf("GARCH on DAX: coarse %v, level %d, discretisation shift %v, chains' model %+v (log-likelihood %v, %v; 16 nodes' %v): want level 2 (16 nodes) with 4 shifts below %v sd",
+	want, err2 := models.GARCH{Nodes: 32}.ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
+	if !dc.Coarse || dc.Level != 1 || len(dc.Shift) != 4 || mx > coarseMaxShift || err != nil || err2 != nil || got != want || f.user != (models.GARCH{}) {
+		t.Errorf("GARCH on DAX: coarse %v, level %d, discretisation shift %v, chains' model %+v (log-likelihood %v, %v; 32 nodes' %v): want level 1 (32 nodes) with 4 shifts below %v sd",
 			dc.Coarse, dc.Level, dc.Shift, f.model, got, err, want, coarseMaxShift)
 	}
 	// A fall-back to particle filters drops the correction and the

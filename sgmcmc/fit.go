@@ -404,10 +404,14 @@ type Discretisation struct {
 	Tilt  []float64 `json:"tilt"`
 	Curve []float64 `json:"curve"`
 	// Cross, when set, is the full curvature B (p×p, row-major) of a
-	// correction a·z + ½ zᵀBz fitted by least squares to a Coarse
-	// model's design (quadDesign); Curve is then B's diagonal, for the
-	// record, and B is applied as it is (it was validated).
+	// correction a·z + ½ zᵀBz (+ Cubic) fitted by least squares to a
+	// Coarse model's design (quadDesign, chooseCoarse); Curve is then B's
+	// diagonal, for the record, and B is applied as it is (it was
+	// validated).
 	Cross []float64 `json:"cross,omitempty"`
+	// Cubic, when set with Cross, adds Σ_k d_k z_k³ to the correction
+	// (fitted with it on points out to quadFar along the axes).
+	Cubic []float64 `json:"cubic,omitempty"`
 	// TargetChol, when set, is the lower Cholesky factor (row-major) of
 	// the covariance of the chains' target's Gaussian approximation,
 	// N(u* + shift, C Cᵀ), which targetLaplace uses.
@@ -1254,6 +1258,9 @@ func (d *Discretisation) valid(p int) bool {
 			return false
 		}
 	}
+	if d.Cubic != nil && (len(d.Cubic) != p || firstNonFinite(d.Cubic) >= 0) {
+		return false
+	}
 	for i := range p {
 		if !(d.Chol[i*p+i] > 0) {
 			return false
@@ -1573,6 +1580,7 @@ type discretised struct {
 	est         Estimator
 	mode, l     []float64
 	a, b        []float64 // b: B, p×p row-major
+	cubic       []float64 // d, the cubes' coefficients (nil: none)
 	trust       float64   // the trust radius (0: none)
 	z, v, gs, g []float64 // scratch
 }
@@ -1590,7 +1598,7 @@ func newDiscretised(est Estimator, dc *Discretisation) *discretised {
 	if dc.Cross != nil {
 		trust = quadTrust
 	}
-	return &discretised{est: est, mode: dc.Mode, l: dc.Chol, a: dc.Tilt, b: b, trust: trust,
+	return &discretised{est: est, mode: dc.Mode, l: dc.Chol, a: dc.Tilt, b: b, cubic: dc.Cubic, trust: trust,
 		z: make([]float64, p), v: make([]float64, p), gs: make([]float64, p), g: make([]float64, p)}
 }
 
@@ -1615,27 +1623,39 @@ func (d *discretised) correction(grad, u []float64) float64 {
 		}
 		d.z[i] = s / d.l[i*p+i]
 	}
-	// Beyond the trust radius R the quadratic part is held at its value
-	// on the sphere through z: ½ s² zᵀBz, s = R/|z|, whose gradient is
-	// s²(Bz − (zᵀBz/|z|²) z).
-	zz, zbz := 0.0, 0.0
+	// Beyond the trust radius R the curved part h(z) = ½zᵀBz + Σ d_k z_k³
+	// is held at its value on the sphere through z, h(zc), zc = s z,
+	// s = R/|z|, whose gradient is s(g − (g·ẑ)ẑ), g = ∇h(zc), ẑ = z/|z|.
+	zz := 0.0
+	for k := range p {
+		zz += d.z[k] * d.z[k]
+	}
+	s := 1.0
+	if d.trust > 0 && zz > d.trust*d.trust {
+		s = d.trust / math.Sqrt(zz)
+	}
+	c, gz := 0.0, 0.0
 	for k := range p {
 		bz := 0.0
 		for j := range p {
 			bz += d.b[k*p+j] * d.z[j]
 		}
-		d.v[k] = bz
-		zz += d.z[k] * d.z[k]
-		zbz += d.z[k] * bz
+		zk := s * d.z[k]
+		g := s * bz // (B zc)_k
+		c += 0.5 * zk * g
+		if d.cubic != nil {
+			c += d.cubic[k] * zk * zk * zk
+			g += 3 * d.cubic[k] * zk * zk
+		}
+		d.v[k] = g
+		gz += g * d.z[k]
 	}
-	s2, radial := 1.0, 0.0
-	if d.trust > 0 && zz > d.trust*d.trust {
-		s2, radial = d.trust*d.trust/zz, zbz/zz
-	}
-	c := 0.5 * s2 * zbz
 	for k := range p {
+		if s < 1 {
+			d.v[k] = s * (d.v[k] - gz*d.z[k]/zz)
+		}
 		c += d.a[k] * d.z[k]
-		d.v[k] = d.a[k] + s2*(d.v[k]-radial*d.z[k])
+		d.v[k] += d.a[k]
 	}
 	if grad == nil {
 		return c

@@ -14,48 +14,63 @@ import (
 // A coarser model (ssm.Coarsener) is judged on one design of points
 // around the preparation's mode u*, in whitened coordinates
 // z = L⁻¹(u − u*) (quadDesign): the finer scorer once per point, and
-// every coarser level's exact scorer (GARCH: 32 nodes and, coarsened once
-// more, 16; both refined to 128). For each level the difference
-// r = ℓ_refined − ℓ_level is fitted by a full quadratic c + a·z + ½ zᵀBz
-// (least squares; fitQuad), whose leave-one-out errors say how well a
-// quadratic represents r there. On the DAX returns r varies by 1.8 nats
-// (sd over posterior draws) at 16 nodes and 0.41 at 32; the fitted
-// quadratic leaves 0.06–0.11 and 0.02–0.04 nats, importance-sampling
-// efficiencies 0.985 and 0.998, and mean shifts from the 128-node
-// posterior of at most 0.03 and 0.004 posterior sds (offline, on 119
-// posterior draws), where the diagonal quadratic of measureDiscretisation
-// leaves 0.21 nats and shifts of up to 0.12 sd at 16 nodes. A pass at 16
-// nodes costs 18 ms on the 1859 DAX returns, against 48 ms at 32 and 480
-// ms at 128.
+// every coarser level's exact scorer (GARCH offers one: 32 nodes,
+// refined by Richardson's extrapolation from 32 and 64). For each level
+// the difference r = ℓ_refined − ℓ_level is fitted by a quadratic with
+// cubes along the axes, c + a·z + ½ zᵀBz + Σ d_k z_k³ (least squares;
+// fitQuad), whose leave-one-out errors say how well it represents r out
+// to 3 sds. On the DAX returns r varies by 0.41 nats (sd over 119
+// posterior draws) at 32 nodes; a quadratic fitted within 1.5 sds leaves
+// 0.02–0.04 nats and mean shifts from the 128-node posterior of at most
+// 0.004 posterior sds (offline), where the diagonal quadratic of
+// measureDiscretisation leaves 0.06 nats and 0.03 sd. The design's
+// leave-one-out error is 0.019 nats.
+//
+// 16 nodes (a pass of 19 ms against 48 at 32) were tried as a second
+// level and left out: on DAX r varies by 1.8 nats there and a quadratic
+// within 1.5 sds leaves 0.06–0.11 nats near the mode, but it misses r by
+// up to 0.72 nats at ±3 sds (1.5 on a simulated series), and with or
+// without the cubes the corrected 16-node chains narrowed μ's posterior
+// sd by 11–17% on a simulated series (T = 2000) while the DAX fits came
+// out right in 33–48 s. At 10 nodes the coarse filter itself has
+// spurious modes far out (three of six DAX fits broke).
 
-// quadRadius is the whitened radius of quadDesign's points.
-const quadRadius = 1.5
+// quadRadius is the whitened radius of quadDesign's points for the
+// quadratic, and quadFar that of its points along the axes for the
+// cubes, so that the fit and its leave-one-out check reach the
+// posterior's tails.
+const (
+	quadRadius = 1.5
+	quadFar    = 3.0
+)
 
 // quadTrust is the whitened radius beyond which a fitted correction's
-// quadratic part is held at its value on the sphere (discretised): the
-// fit rests on points within quadRadius, and far out its curvature need
-// not hold, where a positive one could lift the coarse model's tail.
+// curved part is held at its value on the sphere (discretised): the fit
+// rests on points within quadFar, and farther out its curvature need not
+// hold, where a positive one could lift the coarse model's tail (16-node
+// GARCH chains ran to φ far below its posterior without it).
 const quadTrust = 4.0
 
 // quadMaxLOO is the largest root-mean-square leave-one-out error (nats)
-// of a level's fitted quadratic for which the chains sample that level
-// (GARCH on DAX: 0.08 at 16 nodes, 0.02 at 32). A residual of this sd
-// over the posterior moves a mean by at most as many posterior sds (its
-// covariance with z), which the check after sampling then measures.
+// of a level's fit for which the chains sample that level (GARCH on DAX:
+// 0.019 at 32 nodes; 0.158 at 16, and 0.233 on a simulated series where
+// 16 nodes narrowed μ). A residual of this sd over the posterior moves a
+// mean by at most as many posterior sds (its covariance with z), which
+// the check after sampling then measures.
 const quadMaxLOO = 0.15
 
 // coarseMaxTilt is the largest whitened slope |a_k| (nats per posterior
-// sd) of a deeper level's correction: the quadratic then carries the
-// level's posterior less than about this many sds to the target's (GARCH
-// on DAX at 16 nodes: 1.6 in λ).
+// sd) of a deeper level's correction: the fit then carries the level's
+// posterior less than about this many sds to the target's.
 const coarseMaxTilt = 3.0
 
 // quadDesign returns the whitened points at which a full quadratic in p
-// dimensions is fitted: the centre, ±r e_k, ±r(e_j + e_k)/√2 (j < k) and
-// ±(r/2)(1, …, 1)/√p, r = quadRadius: 3 + 2p + p(p−1) distinct points for
-// the 1 + p + p(p+1)/2 coefficients (GARCH: 23 for 15), so that
-// p(p−1)/2 + 2 residuals are left to cross-validate the fit, and the fit
-// without any one point is still determined.
+// dimensions is fitted: the centre, ±r e_k, ±r(e_j + e_k)/√2 (j < k),
+// ±(r/2)(1, …, 1)/√p (r = quadRadius) and ±quadFar e_k: 3 + 4p + p(p−1)
+// distinct points for the 1 + 2p + p(p+1)/2 coefficients with the cubes
+// (GARCH: 31 for 19), so that p(p−1)/2 + 2 residuals are left to
+// cross-validate the fit, and the fit without any one point is still
+// determined.
 func quadDesign(p int) [][]float64 {
 	zs := [][]float64{make([]float64, p)}
 	add := func(idx []int, v float64) {
@@ -80,10 +95,13 @@ func quadDesign(p int) [][]float64 {
 		all[k] = k
 	}
 	add(all, quadRadius/(2*math.Sqrt(float64(p))))
+	for k := range p {
+		add([]int{k}, quadFar)
+	}
 	return zs
 }
 
-// quadFeatures returns (1, z_1, …, z_p, z_j z_k for j ≤ k).
+// quadFeatures returns (1, z_1, …, z_p, z_j z_k for j ≤ k, z_k³).
 func quadFeatures(z []float64) []float64 {
 	x := append([]float64{1}, z...)
 	for j := range z {
@@ -91,15 +109,18 @@ func quadFeatures(z []float64) []float64 {
 			x = append(x, z[j]*z[k])
 		}
 	}
+	for _, v := range z {
+		x = append(x, v*v*v)
+	}
 	return x
 }
 
 // quadFit is a quadratic c + a·z + ½ zᵀBz (B p×p row-major) and the root
 // mean square of its leave-one-out errors at the points it was fitted to.
 type quadFit struct {
-	c    float64
-	a, b []float64
-	loo  float64
+	c       float64
+	a, b, d []float64 // d: the cubes' coefficients
+	loo     float64
 }
 
 // fitQuad fits a quadratic to r at the whitened points zs by least
@@ -130,7 +151,7 @@ func fitQuad(zs [][]float64, r []float64) (*quadFit, error) {
 	if err := ch.SolveVecTo(&beta, &xty); err != nil {
 		return nil, err
 	}
-	q := &quadFit{c: beta.AtVec(0), a: make([]float64, p), b: make([]float64, p*p)}
+	q := &quadFit{c: beta.AtVec(0), a: make([]float64, p), b: make([]float64, p*p), d: make([]float64, p)}
 	for j := range p {
 		q.a[j] = beta.AtVec(1 + j)
 	}
@@ -145,6 +166,9 @@ func fitQuad(zs [][]float64, r []float64) (*quadFit, error) {
 			}
 			i++
 		}
+	}
+	for j := range p {
+		q.d[j] = beta.AtVec(i + j)
 	}
 	var inv mat.SymDense
 	if err := ch.InverseTo(&inv); err != nil {
@@ -302,9 +326,9 @@ func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []fl
 		curve[k] = q.b[k*p+k]
 	}
 	f.model = levels[choose]
-	f.prep.Discretisation = &Discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: q.a, Curve: curve, Cross: q.b,
+	f.prep.Discretisation = &Discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: q.a, Curve: curve, Cross: q.b, Cubic: q.d,
 		Shift: shift, TargetChol: lowerMul(l, c0, p), Coarse: true, Level: choose + 1}
-	f.log("sampling at the model's coarser discretisation (level %d of %d) with a full quadratic correction towards its finer scorer (%d points; leave-one-out error %.3f nats): tilt %.3f per whitened axis; the target's mean is %.2f posterior sds from the mode",
+	f.log("sampling at the model's coarser discretisation (level %d of %d) with a quadratic-and-cubes correction towards its finer scorer (%d points; leave-one-out error %.3f nats): tilt %.3f per whitened axis; the target's mean is %.2f posterior sds from the mode",
 		choose+1, len(levels), len(zs), q.loo, q.a, shift)
 	return false, nil
 }

@@ -6,30 +6,33 @@ import (
 	"testing"
 )
 
-// TestQuadDesign: 3 + 2p + p(p−1) distinct points within quadRadius,
-// more than the 1 + p + p(p+1)/2 coefficients of a quadratic.
+// TestQuadDesign: 3 + 4p + p(p−1) distinct points within quadFar, more
+// than the 1 + 2p + p(p+1)/2 coefficients of a quadratic with cubes.
 func TestQuadDesign(t *testing.T) {
 	for p := 1; p <= 5; p++ {
 		zs := quadDesign(p)
-		if want := 3 + 2*p + p*(p-1); len(zs) != want || len(zs) <= len(quadFeatures(zs[0])) {
+		if want := 3 + 4*p + p*(p-1); len(zs) != want || len(zs) <= len(quadFeatures(zs[0])) {
 			t.Errorf("p = %d: %d points, want %d (more than %d coefficients)", p, len(zs), want, len(quadFeatures(zs[0])))
 		}
 		seen := map[[5]float64]bool{}
 		for _, z := range zs {
 			var key [5]float64
 			copy(key[:], z)
-			if seen[key] || math.Sqrt(dot(z, z)) > quadRadius+1e-12 {
-				t.Errorf("p = %d: point %v repeated or beyond radius %v", p, z, quadRadius)
+			if seen[key] || math.Sqrt(dot(z, z)) > quadFar+1e-12 {
+				t.Errorf("p = %d: point %v repeated or beyond radius %v", p, z, quadFar)
 			}
 			seen[key] = true
 		}
 	}
 }
 
-// quadAt is c + a·z + ½ zᵀBz.
-func quadAt(c float64, a, b, z []float64) float64 {
+// quadAt is c + a·z + ½ zᵀBz + Σ d_k z_k³ (d nil: none).
+func quadAt(c float64, a, b, d, z []float64) float64 {
 	p := len(z)
 	v := c + dot(a, z)
+	for k, dk := range d {
+		v += dk * z[k] * z[k] * z[k]
+	}
 	for i := range p {
 		for j := range p {
 			v += 0.5 * z[i] * b[i*p+j] * z[j]
@@ -38,9 +41,10 @@ func quadAt(c float64, a, b, z []float64) float64 {
 	return v
 }
 
-// TestFitQuad: an exact quadratic is recovered to rounding with no
-// leave-one-out error; with a cubic term added, the leave-one-out error
-// from the hat matrix equals that of refitting without each point in turn.
+// TestFitQuad: an exact quadratic with cubes along the axes is recovered
+// to rounding with no leave-one-out error; with a mixed cubic term added,
+// the leave-one-out error from the hat matrix equals that of refitting
+// without each point in turn.
 func TestFitQuad(t *testing.T) {
 	const p = 4
 	a := []float64{0.3, -1.2, 2.1, 0.4}
@@ -50,10 +54,11 @@ func TestFitQuad(t *testing.T) {
 		0.2, -0.1, -0.6, -0.1,
 		0, 0.05, -0.1, 0.3,
 	}
+	d := []float64{0.02, -0.05, 0, 0.1}
 	zs := quadDesign(p)
 	r := make([]float64, len(zs))
 	for i, z := range zs {
-		r[i] = quadAt(7, a, b, z)
+		r[i] = quadAt(7, a, b, d, z)
 	}
 	q, err := fitQuad(zs, r)
 	if err != nil {
@@ -69,12 +74,17 @@ func TestFitQuad(t *testing.T) {
 			t.Errorf("B[%d] = %v, want %v", k, q.b[k], b[k])
 		}
 	}
+	for k := range d {
+		if math.Abs(q.d[k]-d[k]) > 1e-10 {
+			t.Errorf("d[%d] = %v, want %v", k, q.d[k], d[k])
+		}
+	}
 	if math.Abs(q.c-7) > 1e-10 || q.loo > 1e-10 {
 		t.Errorf("c = %v (want 7), leave-one-out error %v (want 0)", q.c, q.loo)
 	}
-	// A cubic term: the hat-matrix shortcut against brute force.
+	// A mixed cubic term: the hat-matrix shortcut against brute force.
 	for i, z := range zs {
-		r[i] += 0.2*z[2]*z[2]*z[2] - 0.1*z[0]*z[1]*z[3]
+		r[i] += 0.2*z[2]*z[2]*z[1] - 0.1*z[0]*z[1]*z[3]
 	}
 	if q, err = fitQuad(zs, r); err != nil {
 		t.Fatal(err)
@@ -92,7 +102,7 @@ func TestFitQuad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := r[i] - quadAt(qo.c, qo.a, qo.b, zs[i])
+		e := r[i] - quadAt(qo.c, qo.a, qo.b, qo.d, zs[i])
 		ss += e * e
 	}
 	brute := math.Sqrt(ss / float64(len(zs)))
@@ -101,7 +111,7 @@ func TestFitQuad(t *testing.T) {
 	}
 	// Too few points, or a non-finite difference, is an error.
 	if _, err := fitQuad(zs[:10], r[:10]); err == nil {
-		t.Error("10 points for 15 coefficients: no error")
+		t.Error("10 points for 19 coefficients: no error")
 	}
 	r[3] = math.NaN()
 	if _, err := fitQuad(zs, r); err == nil {
@@ -155,8 +165,9 @@ func TestGaussianTimes(t *testing.T) {
 	}
 }
 
-// TestCorrectionTrust: the full quadratic correction is a·z + ½zᵀBz within
-// the trust radius and holds its quadratic part at the sphere beyond it;
+// TestCorrectionTrust: the full correction is a·z + ½zᵀBz + Σ d_k z_k³
+// within the trust radius and holds its curved part at the sphere beyond
+// it;
 // its gradient matches central differences of its value on both sides,
 // and the value is continuous across the sphere.
 func TestCorrectionTrust(t *testing.T) {
@@ -166,6 +177,7 @@ func TestCorrectionTrust(t *testing.T) {
 		Chol:  []float64{0.5, 0, 0, 0.1, 0.3, 0, -0.2, 0.05, 0.8},
 		Tilt:  []float64{0.4, -0.3, 1.2},
 		Cross: []float64{0.3, 0.1, 0, 0.1, -0.4, 0.2, 0, 0.2, 0.1},
+		Cubic: []float64{0.05, -0.02, 0.1},
 	}
 	d := newDiscretised(nil, dc)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -190,7 +202,7 @@ func TestCorrectionTrust(t *testing.T) {
 				zq[i] = z[i] * quadTrust / radius
 			}
 		}
-		want := dot(dc.Tilt, z) + quadAt(0, make([]float64, p), dc.Cross, zq)
+		want := dot(dc.Tilt, z) + quadAt(0, make([]float64, p), dc.Cross, dc.Cubic, zq)
 		if math.Abs(v-want) > 1e-9*(1+math.Abs(want)) {
 			t.Errorf("|z| = %v: correction %v, want %v", radius, v, want)
 		}

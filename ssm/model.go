@@ -129,8 +129,8 @@ type RefinedScorer interface {
 // coarser than the model's own too, as long as it is as close to exact
 // wherever the coarser model's correction towards it is small (GARCH: 32
 // nodes refined by extrapolation from 32 and 64 instead of 64 to 256).
-// A coarser model may coarsen again, with the same RefinedLogLik (GARCH:
-// 32 nodes to 16). sgmcmc.Fit prepares the first coarser model, fits the
+// A coarser model may coarsen again, with the same RefinedLogLik (GARCH's
+// does not). sgmcmc.Fit prepares the first coarser model, fits the
 // correction of every level on one design of points, samples the
 // coarsest whose correction it can trust, and checks it after sampling.
 type Coarsener interface {
