@@ -36,7 +36,7 @@ import (
 const (
 	isMinRounds     = 4   // rounds (of isDraws points) before the chains may start
 	isMaxRounds     = 8   // rounds at most
-	isGoodHold      = 1.7 // a proposal's measured holding time that ends the rounds
+	isGoodHold      = 1.6 // a proposal's measured holding time that ends the rounds
 	isMinEfficiency = 0.1 // the chosen proposal's ESS over its draws, at least
 	isScale0        = 1.5 // q_0's scale over the Laplace approximation's
 )
