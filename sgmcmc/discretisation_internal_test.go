@@ -422,3 +422,37 @@ type ptrModel struct {
 	models.LGSSM
 	p *int
 }
+
+// endlessLGSSM is coarseLGSSM's coarser model that coarsens into itself
+// without end: chooseCoarse measures at most maxCoarseLevels levels.
+type endlessLGSSM struct{ coarsenedLGSSM }
+
+func (m endlessLGSSM) Coarsen() (ssm.Model, bool) { return m, true }
+
+type endlessCoarse struct{ coarseLGSSM }
+
+func (m endlessCoarse) Coarsen() (ssm.Model, bool) {
+	return endlessLGSSM{coarsenedLGSSM(m.coarseLGSSM)}, true
+}
+
+// TestCoarseLevelsBounded: a model whose coarser levels never end is
+// measured at maxCoarseLevels of them, and (all being the same, with a
+// small correction) sampled at the last.
+func TestCoarseLevelsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test")
+	}
+	const sd0, m0 = 0.0729, 1.562
+	tl := tilt{c: 0.3 / sd0, d: -0.2 / (sd0 * sd0), m: m0}
+	m := endlessCoarse{coarseLGSSM{tiltedLGSSM: tiltedLGSSM{tilt: tl}, bias: tilt{c: 0.4 / sd0, m: m0}}}
+	f, err := newFit(m, lgssmSimInternal(t), FitSettings{Seed: 5, Gradient: FullGradient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if dc := f.prep.Discretisation; dc == nil || !dc.Coarse || dc.Level != maxCoarseLevels {
+		t.Errorf("discretisation %+v: want the coarser model at level %d", dc, maxCoarseLevels)
+	}
+}

@@ -64,6 +64,10 @@ const quadMaxLOO = 0.15
 // posterior less than about this many sds to the target's.
 const coarseMaxTilt = 3.0
 
+// maxCoarseLevels bounds the coarser levels chooseCoarse measures (a
+// model whose Coarsen never says no must not loop).
+const maxCoarseLevels = 4
+
 // quadDesign returns the whitened points at which a full quadratic in p
 // dimensions is fitted: the centre, ±r e_k, ±r(e_j + e_k)/√2 (j < k),
 // ±(r/2)(1, …, 1)/√p (r = quadRadius) and ±quadFar e_k: 3 + 4p + p(p−1)
@@ -257,7 +261,7 @@ func lowerMul(a, b []float64, p int) []float64 {
 func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []float64) (retry bool, err error) {
 	p := f.dim
 	levels := []ssm.Model{f.model}
-	for {
+	for len(levels) < maxCoarseLevels {
 		cs, ok := levels[len(levels)-1].(ssm.Coarsener)
 		if !ok {
 			break
