@@ -1291,7 +1291,11 @@ const discretisationMaxResidual = 0.2
 // quadratic). A coarser model on trial (tryCoarser) is judged by
 // chooseCoarse on a full quadratic design instead, which keeps it (or a
 // coarser one still) or sends the chains back to the model as given:
-// retry then reports that its preparation must run.
+// retry then reports that its preparation must run. (The diagonal
+// measurement had to be repeated around the corrected mode's prediction,
+// 0.36 sd away in GARCH's λ on DAX, for a residual of −0.01 ± 0.02 sd
+// instead of −0.10 ± 0.09; the design, reaching 3 sds, leaves 0.03 ±
+// 0.02 sd measured once around u*.)
 func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	ex, ok := f.model.(ssm.ExactScorer)
 	rs, ok2 := f.model.(ssm.RefinedScorer)
