@@ -1307,7 +1307,7 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 		f.trial = false
 		return f.chooseCoarse(ctx, rs, u0, l)
 	}
-	dc, err := f.measureDiscretisation(ctx, ex, rs, u0, l, nil)
+	dc, err := f.measureDiscretisation(ctx, ex, rs, u0, l)
 	if err != nil {
 		return false, err
 	}
@@ -1316,10 +1316,10 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	return false, nil
 }
 
-// measureDiscretisation measures the correction around centre uc = u* +
-// L z0 (z0 nil: uc = u*): both scorers' full-data log-likelihoods at uc and
-// uc ± L e_k, on the workers.
-func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs ssm.RefinedScorer, uc, l, z0 []float64) (*Discretisation, error) {
+// measureDiscretisation measures the correction around the mode uc:
+// both scorers' full-data log-likelihoods at uc and uc ± L e_k, on the
+// workers.
+func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs ssm.RefinedScorer, uc, l []float64) (*Discretisation, error) {
 	p := f.dim
 	pts := make([][]float64, 2*p+1)
 	for k := range p {
@@ -1338,7 +1338,7 @@ func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs 
 	if err != nil {
 		return nil, err
 	}
-	return newDiscretisation(pts, fine, base, uc, l, z0)
+	return newDiscretisation(pts, fine, base, uc, l)
 }
 
 // coarseMaxShift is the largest mean shift (posterior sds) of a coarser
@@ -1348,9 +1348,10 @@ const coarseMaxShift = 0.5
 // tryCoarser puts the chains on trial on the model's coarser
 // discretisation (ssm.Coarsener, with an exact and a finer scorer) when
 // they use the model's exact scorer: the preparation then runs at the
-// coarser model's cost (GARCH: 32 σ² nodes, a third of 64's, refined to
-// 128), and checkDiscretisation keeps it or goes back to the model as
-// given. The check after sampling always runs for a coarser model.
+// coarser model's cost (GARCH: 32 σ² nodes, a third of 64's, refined by
+// extrapolation from 32 and 64), and checkDiscretisation keeps it or
+// goes back to the model as given. The check after sampling always runs
+// for a coarser model.
 func (f *fit) tryCoarser() {
 	cs, ok := f.model.(ssm.Coarsener)
 	if !ok || !f.gset.Exact {
@@ -1400,27 +1401,21 @@ func (f *fit) fullLogLiks(ctx context.Context, pts [][]float64, ll func([]float6
 	return out, nil
 }
 
-// correctedMode returns the mode of −|z|²/2 + Σ_k a_k(z_k − z0_k) +
-// ½b_k(z_k − z0_k)² (the chains' posterior N(0, I) in whitened
-// coordinates times a correction centred at z0; nil: 0), with the applied
-// curvatures: z_k = (a_k − b_k z0_k)/(1 − b_k).
-func correctedMode(tilt, curve, z0 []float64) []float64 {
+// correctedMode returns the mode of −|z|²/2 + Σ_k a_k z_k + ½b_k z_k²
+// (the chains' posterior N(0, I) in whitened coordinates times the
+// correction), with the applied curvatures: z_k = a_k/(1 − b_k).
+func correctedMode(tilt, curve []float64) []float64 {
 	z := make([]float64, len(tilt))
 	for k, a := range tilt {
-		b := appliedCurve(curve[k])
-		if z0 != nil {
-			a -= b * z0[k]
-		}
-		z[k] = a / (1 - b)
+		z[k] = a / (1 - appliedCurve(curve[k]))
 	}
 	return z
 }
 
 // newDiscretisation fits the correction's quadratic to r = fine − base at
-// pts = (uc + L e_1, uc − L e_1, …, uc), centred at uc = u0, which lies
-// at z0 (nil: 0) in the whitened coordinates of the chains' posterior
-// N(u*, L Lᵀ), for the shift of its mean.
-func newDiscretisation(pts [][]float64, fine, base, u0, l, z0 []float64) (*Discretisation, error) {
+// pts = (u0 + L e_1, u0 − L e_1, …, u0), centred at the mode u0 of the
+// chains' posterior N(u0, L Lᵀ), for the shift of its mean.
+func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*Discretisation, error) {
 	p := len(u0)
 	r := make([]float64, len(pts))
 	for i := range r {
@@ -1434,7 +1429,7 @@ func newDiscretisation(pts [][]float64, fine, base, u0, l, z0 []float64) (*Discr
 		tilt[k] = (r[2*k] - r[2*k+1]) / 2
 		curve[k] = r[2*k] + r[2*k+1] - 2*r[2*p]
 	}
-	shift := lMul(make([]float64, p), l, correctedMode(tilt, curve, z0))
+	shift := lMul(make([]float64, p), l, correctedMode(tilt, curve))
 	for i, sd := range cholSD(l, p) {
 		shift[i] /= sd
 	}

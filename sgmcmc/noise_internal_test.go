@@ -133,7 +133,7 @@ func TestTargetLaplace(t *testing.T) {
 	}
 	pts = append(pts, mode)
 	fine, base = append(fine, 7), append(base, 7)
-	dc, err := newDiscretisation(pts, fine, base, mode, l, nil)
+	dc, err := newDiscretisation(pts, fine, base, mode, l)
 	if err != nil {
 		t.Fatal(err)
 	}
