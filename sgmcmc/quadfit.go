@@ -213,20 +213,11 @@ func gaussianTimes(a, b []float64) (mean, chol []float64, err error) {
 			h.SetSym(i, j, v)
 		}
 	}
-	var ch mat.Cholesky
-	if !ch.Factorize(h) {
-		return nil, nil, errors.New("the corrected target is not proper (I − B is not positive definite)")
+	if chol, err = cholInverse(h); err != nil {
+		return nil, nil, fmt.Errorf("the corrected target is not proper (I − B): %w", err)
 	}
-	var m mat.VecDense
-	if err := ch.SolveVecTo(&m, mat.NewVecDense(p, a)); err != nil {
-		return nil, nil, err
-	}
-	var cov mat.SymDense
-	if err := ch.InverseTo(&cov); err != nil {
-		return nil, nil, err
-	}
-	chol, err = choleskyOf(symData(&cov), p)
-	return slices.Clone(m.RawVector().Data), chol, err
+	// (I − B)⁻¹a = C Cᵀ a.
+	return lMul(make([]float64, p), chol, lTrans(chol, a)), chol, nil
 }
 
 // lowerMul returns the product of two lower triangular p×p matrices
