@@ -321,6 +321,13 @@ type fit struct {
 	diffOK bool
 
 	prep Preparation
+	// isPts are the importance-sampling rounds' points, log posteriors
+	// and log weights, to which the surrogate is refitted with the
+	// chains' draws.
+	isPts struct {
+		xs      [][]float64
+		lps, lw []float64
+	}
 	// fallback says why AutoFilter left the deterministic filter for
 	// particle filters (toParticles; Preparation.Fallback).
 	fallback string
@@ -354,7 +361,14 @@ type Preparation struct {
 	// Independence its share of the steps (0: 0.5).
 	Proposal     []ProposalComponent
 	Independence float64
-	Gradient     Gradient // the estimator chosen
+	// Surrogate, when set, turns the independence steps into surrogate
+	// transitions on π̃ = Proposal·exp(r) (see Surrogate). It is saved
+	// with a checkpoint but left out of the Posterior's JSON (its design
+	// points are hundreds of numbers); SurrogateHold reports its expected
+	// holding time (0: none).
+	Surrogate     *Surrogate `json:"-"`
+	SurrogateHold float64
+	Gradient      Gradient // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
 	// Exact reports that AutoFilter chose the model's ssm.ExactScorer

@@ -190,6 +190,7 @@ type isResult struct {
 	accept   float64 // expected acceptance rate of independence steps
 	hold     float64 // and their expected holding time (expectedHold)
 	evals    int
+	sur      *Surrogate // nil: the surrogate does not shorten the holding time
 }
 
 // isRound is one round's proposal and the number of points drawn from it.
@@ -261,6 +262,8 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 				res.chol = l
 			}
 			f.log("importance sampling: the chains use round %d's proposal", best+1)
+			f.isPts.xs, f.isPts.lps, f.isPts.lw = xs, lps, logW
+			res.sur = f.chooseSurrogate(res.proposal, xs, lps, logW)
 			return res, nil
 		}
 		next, k, sc, d, h := bestProposal(xs, lps, logW, z)
@@ -324,16 +327,7 @@ func (f *fit) refitProposal(us, lps [][]float64) (q *tMixture, hold, old float64
 	if cur == nil || n < 50*p {
 		return nil, 0, 0
 	}
-	thin := max(1, n/isRefitDraws)
-	var xs [][]float64
-	var lp []float64
-	for c, l := range lps {
-		for i := 0; i < len(l) && (i+1)*p <= len(us[c]); i += thin {
-			if !math.IsInf(l[i], 0) && !math.IsNaN(l[i]) {
-				xs, lp = append(xs, us[c][i*p:(i+1)*p]), append(lp, l[i])
-			}
-		}
-	}
+	xs, lp := thinnedDraws(us, lps, p)
 	lw := make([]float64, len(xs)) // draws from π: equal weights
 	z := make([]float64, p)
 	old = expectedHold(cur, xs, lp, lw, z)
@@ -345,6 +339,25 @@ func (f *fit) refitProposal(us, lps [][]float64) (q *tMixture, hold, old float64
 	f.log("independence proposal refitted to %d draws: %d Student-t components at %.2f × their fitted scale, defensive weight %.2f; holding time %.2f (cross-validated), the old one's %.2f",
 		len(xs), k, sc, d, hold, old)
 	return q, hold, old
+}
+
+// thinnedDraws returns the chains' draws (us: per chain, p numbers per
+// draw) with finite log posteriors lps, evenly thinned to about
+// isRefitDraws.
+func thinnedDraws(us, lps [][]float64, p int) (xs [][]float64, lp []float64) {
+	n := 0
+	for _, l := range lps {
+		n += len(l)
+	}
+	thin := max(1, n/isRefitDraws)
+	for c, l := range lps {
+		for i := 0; i < len(l) && (i+1)*p <= len(us[c]); i += thin {
+			if !math.IsInf(l[i], 0) && !math.IsNaN(l[i]) {
+				xs, lp = append(xs, us[c][i*p:(i+1)*p]), append(lp, l[i])
+			}
+		}
+	}
+	return xs, lp
 }
 
 // isRefitDraws is the number of draws refitProposal thins the chains to,
@@ -644,17 +657,23 @@ func (f *fit) useIS(res *isResult) {
 		pr.Chol = res.chol // the Langevin steps' metric
 	}
 	pr.Proposal = res.proposal.components()
+	hold := res.hold
+	if res.sur != nil {
+		// Measured on the same points: the surrogate's holding time over
+		// the proposal's.
+		hold = math.Max(1, hold*res.sur.Hold/res.sur.HoldProposal)
+	}
 	pr.Starts = res.starts
 	pr.AdaptIterations = (res.evals + f.s.Chains - 1) / f.s.Chains
-	pr.Independence = isIndependence
+	f.setSurrogate(res.sur)
 	pr.Accept, pr.AcceptIndependent = 0, res.accept // no Langevin step yet
 	if f.s.StepSize == 0 {
 		pr.StepSize = isLangevinStep
 	}
-	pr.IAT = independenceIAT(res.hold, pr.Independence)
+	pr.IAT = independenceIAT(hold, pr.Independence)
 	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
-	f.log("importance sampling: %d log posteriors; posterior sds in u %v; independence proposals %.0f%% of steps, autocorrelation time ≈ %.1f",
-		res.evals, fmtSD(pr.Chol, f.dim), 100*pr.Independence, pr.IAT)
+	f.log("importance sampling: %d log posteriors; posterior sds in u %v; %s %.0f%% of steps, autocorrelation time ≈ %.1f",
+		res.evals, fmtSD(pr.Chol, f.dim), pr.independenceKind(), 100*pr.Independence, pr.IAT)
 }
 
 // independenceIAT returns the autocorrelation time expected of the chains

@@ -39,9 +39,14 @@ import (
 // accepted point (just evaluated by Step as a proposal, or the previous
 // state) costs nothing.
 type mala struct {
-	est      Estimator
-	l        []float64 // L, row-major lower triangular
-	ind      *tMixture // the independence proposal (nil: none)
+	est Estimator
+	l   []float64 // L, row-major lower triangular
+	ind *tMixture // the independence proposal (nil: none)
+	// sur, when set (with ind), turns the independence steps into
+	// surrogate transitions (surrogateMove); sw and v are its scratch.
+	sur      *Surrogate
+	sw       *surWork
+	v        []float64
 	maxDrift float64
 	dim      int
 	// pInd is the probability of an independence proposal (malaIndependence
@@ -164,6 +169,9 @@ func (m *mala) choose(rng *rand.Rand) int {
 	if m.ind != nil && rng.Float64() < m.pInd {
 		return 2
 	}
+	if m.sur != nil {
+		return 3
+	}
 	return 1
 }
 
@@ -174,6 +182,8 @@ func (m *mala) skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float
 	if m.kind = m.choose(rng); m.kind == 1 {
 		return 0, false, nil
 	}
+	// Independence steps, surrogate transitions and random-walk steps
+	// need the log posterior alone.
 	lp, err := m.logPost(ctx, u, rng)
 	return lp, true, err
 }
@@ -202,7 +212,6 @@ func (m *mala) drift(d, grad []float64, h float64) {
 // gradient, which the Sampler has just evaluated (through Grad, so its
 // log posterior is cached).
 func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
-	n := m.dim
 	lp0 := math.NaN()
 	if i := m.cached(u); i >= 0 {
 		lp0 = m.clp[i]
@@ -212,7 +221,15 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 	if kind == 0 { // not drawn by skipGrad (a caller outside Sampler)
 		kind = m.choose(rng)
 	}
+	if kind == 3 {
+		m.randomWalk(u, lp0, rng)
+		return
+	}
 	if kind == 2 {
+		if m.sur != nil {
+			m.surrogate(u, lp0, rng)
+			return
+		}
 		m.independent(u, lp0, rng)
 		return
 	}
@@ -225,13 +242,7 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 		fwd += xi * xi * v
 		m.s[j] += sd * xi
 	}
-	for i := range n {
-		a := u[i]
-		for j := 0; j <= i; j++ {
-			a += m.l[i*n+j] * m.s[j]
-		}
-		m.up[i] = a
-	}
+	m.propose(u)
 	logU := math.Log(rng.Float64())
 	m.proposed++
 	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
@@ -274,6 +285,65 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 	}
 }
 
+// surrogate does the surrogate transition from u (log posterior lp0):
+// u' from surrogateMove, accepted with min(1, π(u')π̃(u)/(π(u)π̃(u'))).
+// Its tests count as the independence proposals'.
+func (m *mala) surrogate(u []float64, lp0 float64, rng *rand.Rand) {
+	m.indProp++
+	if m.sw == nil {
+		m.sw, m.v = newSurWork(m.dim), make([]float64, m.dim)
+	}
+	dl := surrogateMove(m.sur, m.ind, m.sw, u, m.up, m.v, m.s, m.d1, rng)
+	logU := math.Log(rng.Float64())
+	if math.IsNaN(lp0) || math.IsInf(lp0, -1) || slices.Equal(m.up, u) {
+		return // no log posterior at u, or P^K stayed at u
+	}
+	lp1, err := m.logPost(context.Background(), m.up, rng)
+	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
+		return
+	}
+	if logU < lp1-lp0-dl {
+		copy(u, m.up)
+		m.indAcc++
+	}
+}
+
+// propose stores u + L s (s = m.s) in m.up.
+func (m *mala) propose(u []float64) {
+	n := m.dim
+	for i := range n {
+		a := u[i]
+		for j := 0; j <= i; j++ {
+			a += m.l[i*n+j] * m.s[j]
+		}
+		m.up[i] = a
+	}
+}
+
+// randomWalk does a random-walk Metropolis step from u (log posterior
+// lp0): u' = u + L s, s ~ N(0, (surWalk²/p) I). Its tests count as the
+// Langevin proposals'.
+func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
+	sd := surWalk / math.Sqrt(float64(m.dim))
+	for j := range m.s {
+		m.s[j] = sd * rng.NormFloat64()
+	}
+	m.propose(u)
+	logU := math.Log(rng.Float64())
+	m.proposed++
+	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
+		return
+	}
+	lp1, err := m.logPost(context.Background(), m.up, rng)
+	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
+		return
+	}
+	if logU < lp1-lp0 {
+		copy(u, m.up)
+		m.accepted++
+	}
+}
+
 // MarshalBinary returns the counts.
 func (m *mala) MarshalBinary() ([]byte, error) {
 	return appendFloats(nil, float64(m.accepted), float64(m.proposed), float64(m.indAcc), float64(m.indProp)), nil
@@ -293,11 +363,13 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 // chainFactories returns Run's estimator and method factories for the
 // chosen gradient with noise covariance w, a function that reports the
 // Metropolis–Hastings acceptance rates of the Langevin and of the
-// independence proposals over the chains (NaN unless the chains are
-// mala), and one that gives the chains a new independence proposal
-// between runs (nil unless they are mala). The chains persist across
+// independence proposals or surrogate transitions over the chains (NaN
+// unless the chains are mala; the Langevin rate NaN when there were no
+// Langevin steps), and one that gives the chains a new independence
+// proposal, surrogate and independence share between runs (nil unless
+// they are mala). The chains persist across
 // Runs with the same factories. Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tMixture)) {
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tMixture, *Surrogate, float64)) {
 	pr := &f.prep
 	var mu sync.Mutex
 	record := func(err error) { // with mu held
@@ -335,6 +407,9 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				ind = newTMixture([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
 			}
 			chains[c] = newMALA(est, pr.Chol, ind, f.dim)
+			if pr.Surrogate.valid(f.dim) && pr.Proposal != nil {
+				chains[c].sur = pr.Surrogate
+			}
 			if pr.Independence > 0 {
 				chains[c].pInd = pr.Independence
 			}
@@ -351,14 +426,18 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				ip += m.indProp
 			}
 		}
-		return float64(acc) / float64(max(prop, 1)), float64(ia) / float64(max(ip, 1))
+		la := math.NaN() // no Langevin proposal (surrogate transitions only)
+		if prop > 0 {
+			la = float64(acc) / float64(prop)
+		}
+		return la, float64(ia) / float64(max(ip, 1))
 	}
-	retarget := func(q *tMixture) {
+	retarget := func(q *tMixture, sur *Surrogate, pInd float64) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range chains {
 			if m != nil {
-				m.ind = q
+				m.ind, m.sur, m.pInd = q, sur, pInd
 			}
 		}
 	}

@@ -132,7 +132,7 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 		fmt.Fprintf(&b, "gradient noise variance per coordinate of u, control variate / plain: [%s] (at the chains' states)\n", strings.Join(ratio, " "))
 	}
 	if pr.Gradient == FullGradient {
-		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: Langevin %.2f, independence %.2f\n", pr.Accept, pr.AcceptIndependent)
+		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: %s\n", pr.acceptance())
 	}
 	if p.resumed {
 		fmt.Fprintf(&b, "preparation %.1f s (in the run that wrote the checkpoint); this run: sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())

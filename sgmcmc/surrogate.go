@@ -1,0 +1,539 @@
+package sgmcmc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Surrogate transitions. FullGradient's chains spend nearly all of their
+// time in log posteriors, and an independence step from the t mixture q
+// is a fresh draw only when it is accepted: GARCH on DAX holds about 1.5
+// steps per move. The points where π has already been evaluated (the
+// importance-sampling rounds, then the chains' own draws) describe
+// log π − log q well in the bulk (residuals of 0.03–0.13 nats on GARCH's
+// DAX posterior within 2.3 nats of its top), so the chains propose from a
+// surrogate
+//
+//	π̃(u) = q(u)·exp(r(u)),  r(u) = a(ẑ) + Σ_i α_i exp(−|z − z_i|²/(2ℓ²)),
+//
+// z = L⁻¹(u − m) whitened by the points' weighted moments, a a quadratic
+// in z fitted by weighted least squares (weights: the points' importance
+// weights as draws from π) and held beyond the design's radius at its
+// value on the sphere (ẑ = z·min(1, R/|z|)), so that π̃ ≤ e^{max a} q is
+// proper with q's heavy tails, and the sum a Gaussian-process
+// interpolation of the rest (length ℓ chosen by leave-one-out error).
+//
+// A surrogate transition (Liu 2001, §9.4.3; delayed acceptance, Christen
+// and Fox 2005) runs surSteps steps of a π̃-reversible kernel P from the
+// current point u (a mixture of independence steps from q and random-walk
+// steps, both Metropolis–Hastings on π̃) to a point u', then accepts u'
+// with probability min(1, π(u')π̃(u)/(π(u)π̃(u'))). P^K is π̃-reversible
+// (a power of a reversible kernel), so this is a Metropolis–Hastings step
+// on π with a proposal whose ratio is π̃'s: the chain targets π exactly
+// whatever the surrogate's error, which costs only acceptance. It needs
+// one log posterior without gradient per step, as an independence step.
+
+// Surrogate is a fitted π̃ relative to the independence proposal it was
+// fitted with (Preparation.Proposal).
+type Surrogate struct {
+	Mean   []float64 // m, the whitening centre
+	Chol   []float64 // L, row-major lower triangular
+	Quad   []float64 // a's coefficients, monomials of z of degree ≤ 2 in surMonomials' order
+	Radius float64   // a is held beyond |z| = Radius
+	Points []float64 // z_i, row-major n×p
+	Alpha  []float64 // α_i
+	Ell    float64   // ℓ
+	// Cap bounds a + gp from above: the largest log π − log q at the
+	// fitted points plus surCapMargin. A quadratic curving upwards along
+	// some axis would otherwise put most of π̃'s mass in q's far tails
+	// (the LGSSM on the S&P 500: its surrogate's mass there made it no
+	// better than q).
+	Cap float64
+	// Defensive is ε and LogZ log E_q[e^min(a+gp, Cap)]: the surrogate's
+	// density is q·((1 − ε)e^{min(a+gp, Cap)−LogZ} + ε), never below εq.
+	Defensive, LogZ float64
+	// Hold and HoldProposal are the expected holding times of surrogate
+	// transitions and of independence steps from q alone, estimated on
+	// the fitted points (leave-one-out residuals for the surrogate).
+	Hold, HoldProposal float64
+}
+
+// Surrogate fitting settings.
+const (
+	// surSteps is the number of steps of P per surrogate transition (each
+	// costs one evaluation of r: microseconds against a log posterior's
+	// milliseconds).
+	surSteps = 20
+
+	// surMaxPoints bounds the Gaussian process's design (its Cholesky
+	// factor costs n³/3 per length tried).
+	surMaxPoints = 800
+	// surNugget is the Gaussian process's noise variance (nats²) over a
+	// unit prior variance.
+	surNugget = 0.01
+	// surGain is how much shorter the surrogate's holding time must be
+	// than q's for the chains to use it.
+	surGain = 0.95
+	// surDefensive is ε, the share of q in the surrogate's density: the
+	// Gaussian process follows the bulk closely but can fall short of π
+	// in a thin tail (GARCH's μ → 2 as φ → 1 on DAX, where chains stood
+	// for 7–14 steps without it), and a surrogate below π holds a chain
+	// where it is; q's share bounds π/π̃ by π/(εq).
+	surDefensive = 0.2
+	// surWalkShare is the share of random-walk Metropolis steps on π
+	// (values only) among the steps of chains with a surrogate, and
+	// surWalk their scale (over √p, in the chains' metric): where the
+	// surrogate has far too little mass a chain stands still until a
+	// local step moves it on.
+	surWalkShare = 0.1
+	// surCapMargin is Cap's margin over the largest fitted log π − log q.
+	surCapMargin = 0.5
+	surWalk      = 1.0
+)
+
+// surZDraws is the number of draws from q that estimate LogZ.
+const surZDraws = 4000
+
+// surLengths are the Gaussian-process lengths (in whitened sds) tried.
+var surLengths = []float64{0.6, 0.9, 1.3}
+
+// surCut returns how far below the best log posterior a point may lie
+// to be fitted, for p parameters: beyond it π has no mass to speak of
+// (the 1 − 10⁻⁶ contour of a Gaussian in p = 4 dimensions is 16 nats
+// down) and the points only distort the fit.
+func surCut(p int) float64 { return 10 + 1.5*float64(p) }
+
+// surMonomials returns the exponents of the monomials of degree ≤ 2 in
+// p variables: 1, z_j, then z_j z_k for j ≤ k.
+func surMonomials(p int) int { return 1 + p + p*(p+1)/2 }
+
+// surQuad returns the quadratic a(z) with coefficients c.
+func surQuad(c, z []float64) float64 {
+	p := len(z)
+	v := c[0]
+	for j := range p {
+		v += c[1+j] * z[j]
+	}
+	k := 1 + p
+	for j := range p {
+		for l := j; l < p; l++ {
+			v += c[k] * z[j] * z[l]
+			k++
+		}
+	}
+	return v
+}
+
+// surQuadRow stores the monomials of z in dst.
+func surQuadRow(dst, z []float64) {
+	p := len(z)
+	dst[0] = 1
+	copy(dst[1:], z)
+	k := 1 + p
+	for j := range p {
+		for l := j; l < p; l++ {
+			dst[k] = z[j] * z[l]
+			k++
+		}
+	}
+}
+
+// surWork is a chain's scratch for the surrogate.
+type surWork struct {
+	z, zc []float64
+}
+
+func newSurWork(p int) *surWork {
+	return &surWork{z: make([]float64, p), zc: make([]float64, p)}
+}
+
+// r returns r(u). It allocates nothing.
+func (s *Surrogate) r(u []float64, w *surWork) float64 {
+	p := len(u)
+	rad := math.Sqrt(mahalanobis2(u, s.Mean, s.Chol, w.z))
+	copy(w.zc, w.z)
+	if rad > s.Radius {
+		for j := range w.zc {
+			w.zc[j] *= s.Radius / rad
+		}
+	}
+	v := surQuad(s.Quad, w.zc)
+	c := -0.5 / (s.Ell * s.Ell)
+	for i, a := range s.Alpha {
+		zi := s.Points[i*p : (i+1)*p : (i+1)*p]
+		d := 0.0
+		for j, x := range zi {
+			t := w.z[j] - x
+			d += t * t
+		}
+		if e := c * d; e > -700 {
+			v += a * fmath.ExpCore(e)
+		}
+	}
+	v = math.Min(v, s.Cap)
+	if s.Defensive > 0 {
+		return math.Log((1-s.Defensive)*math.Exp(v-s.LogZ) + s.Defensive)
+	}
+	return v
+}
+
+// fitSurrogate fits π̃ relative to q to the points xs with log posteriors
+// lps and log weights lw as draws from π (importance weights; equal for
+// a chain's draws). It returns an error when the points cannot support a
+// fit; whether the fit is worth using is Hold against HoldProposal.
+func fitSurrogate(q *tMixture, xs [][]float64, lps, lw []float64) (*Surrogate, error) {
+	if len(xs) == 0 {
+		return nil, errors.New("no points")
+	}
+	p := len(xs[0])
+	top := math.Inf(-1)
+	for _, v := range lps {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			top = math.Max(top, v)
+		}
+	}
+	var sel []int
+	for i, v := range lps {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) && !math.IsInf(lw[i], 1) && !math.IsNaN(lw[i]) && v >= top-surCut(p) {
+			sel = append(sel, i)
+		}
+	}
+	if len(sel) > surMaxPoints { // evenly thinned
+		th := make([]int, surMaxPoints)
+		for k := range th {
+			th[k] = sel[k*len(sel)/surMaxPoints]
+		}
+		sel = th
+	}
+	k := surMonomials(p)
+	n := len(sel)
+	if n < 4*k {
+		return nil, fmt.Errorf("%d points for a quadratic of %d coefficients", n, k)
+	}
+	pts := make([][]float64, n)
+	slw := make([]float64, n)
+	for j, i := range sel {
+		pts[j], slw[j] = xs[i], lw[i]
+	}
+	mean, cov, _ := weightedMoments(pts, slw)
+	if mean == nil {
+		return nil, errors.New("no finite weight")
+	}
+	l, err := choleskyOf(cov, p)
+	if err != nil {
+		return nil, err
+	}
+	s := &Surrogate{Mean: mean, Chol: l, Points: make([]float64, n*p)}
+	omega := normalized(slw)
+	// y = log π − log q at the points, whitened coordinates, monomials.
+	y := make([]float64, n)
+	xq := mat.NewDense(n, k, nil)
+	row := make([]float64, k)
+	scratch := make([]float64, p)
+	for j, i := range sel {
+		z := s.Points[j*p : (j+1)*p]
+		s.Radius = math.Max(s.Radius, math.Sqrt(mahalanobis2(xs[i], mean, l, z)))
+		y[j] = lps[i] - q.logDensity(xs[i], scratch)
+		surQuadRow(row, z)
+		sw := math.Sqrt(omega[j])
+		for c := range row {
+			row[c] *= sw
+		}
+		xq.SetRow(j, row)
+	}
+	// Weighted least squares for a (a tiny ridge keeps a design with few
+	// effective points solvable).
+	var xtx mat.SymDense
+	xtx.SymOuterK(1, xq.T())
+	for c := range k {
+		xtx.SetSym(c, c, xtx.At(c, c)*(1+1e-10)+1e-12)
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(&xtx) {
+		return nil, errors.New("the quadratic's design is singular")
+	}
+	yw := make([]float64, n)
+	for j := range y {
+		yw[j] = math.Sqrt(omega[j]) * y[j]
+	}
+	var xty, beta mat.VecDense
+	xty.MulVec(xq.T(), mat.NewVecDense(n, yw))
+	if err := ch.SolveVecTo(&beta, &xty); err != nil {
+		return nil, err
+	}
+	s.Quad = make([]float64, k)
+	for c := range k {
+		s.Quad[c] = beta.AtVec(c)
+	}
+	res := make([]float64, n)
+	for j := range res {
+		res[j] = y[j] - surQuad(s.Quad, s.Points[j*p:(j+1)*p])
+	}
+	// The Gaussian process on the residuals, its length by weighted
+	// leave-one-out error (Rasmussen and Williams 2006, §5.4.2:
+	// e_i = [K⁻¹res]_i / [K⁻¹]_ii).
+	best := math.Inf(1)
+	var bestLOO []float64
+	for _, ell := range surLengths {
+		alpha, loo, err := gpFit(s.Points, res, p, ell)
+		if err != nil {
+			continue
+		}
+		ss := 0.0
+		for j, e := range loo {
+			ss += omega[j] * e * e
+		}
+		if ss < best {
+			best, bestLOO = ss, loo
+			s.Alpha, s.Ell = alpha, ell
+		}
+	}
+	if s.Alpha == nil {
+		return nil, errors.New("the Gaussian process's design is singular")
+	}
+	// Holding times on the points: x weighted as draws from π, y as
+	// draws from the proposal (π̃ or q), ν ∝ ω·π̃/π.
+	hold := func(e []float64) float64 {
+		nu := make([]float64, n)
+		for j := range nu {
+			nu[j] = math.Log(omega[j]) - e[j]
+		}
+		_, h := independenceRates(omega, normalized(nu), e)
+		return h
+	}
+	s.Cap = slices.Max(y) + surCapMargin
+	for j := range bestLOO { // the capped LOO prediction
+		bestLOO[j] = y[j] - math.Min(y[j]-bestLOO[j], s.Cap)
+	}
+	if eps := surDefensive; eps > 0 {
+		// log E_q[e^r] by draws from q (a fixed stream: the fit is
+		// deterministic).
+		rng := rand.New(rand.NewPCG(1, 2))
+		w := newSurWork(p)
+		v, sc := make([]float64, p), make([]float64, p)
+		vals := make([]float64, surZDraws)
+		for i := range vals {
+			q.draw(v, sc, rng)
+			vals[i] = s.r(v, w)
+		}
+		s.LogZ = logSumExp(vals) - math.Log(surZDraws)
+		s.Defensive = eps
+		// The LOO residuals become log π − log q − g.
+		for j := range bestLOO {
+			a := y[j] - bestLOO[j] // the LOO prediction of r
+			bestLOO[j] = y[j] - math.Log((1-eps)*math.Exp(a-s.LogZ)+eps)
+		}
+	}
+	s.Hold = hold(bestLOO)
+	s.HoldProposal = hold(y)
+	return s, nil
+}
+
+// gpFit returns the weights α = (K + surNugget·I)⁻¹res of the Gaussian
+// process with length ell at the points zs (row-major n×p) and its
+// leave-one-out residuals.
+func gpFit(zs, res []float64, p int, ell float64) (alpha, loo []float64, err error) {
+	n := len(res)
+	k := mat.NewSymDense(n, nil)
+	c := -0.5 / (ell * ell)
+	for i := range n {
+		zi := zs[i*p : (i+1)*p]
+		for j := i; j < n; j++ {
+			zj := zs[j*p : (j+1)*p]
+			d := 0.0
+			for a := range p {
+				t := zi[a] - zj[a]
+				d += t * t
+			}
+			v := math.Exp(c * d)
+			if i == j {
+				v += surNugget
+			}
+			k.SetSym(i, j, v)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(k) {
+		return nil, nil, errors.New("singular")
+	}
+	var a mat.VecDense
+	if err := ch.SolveVecTo(&a, mat.NewVecDense(n, res)); err != nil {
+		return nil, nil, err
+	}
+	var inv mat.SymDense
+	if err := ch.InverseTo(&inv); err != nil {
+		return nil, nil, err
+	}
+	alpha, loo = make([]float64, n), make([]float64, n)
+	for i := range n {
+		alpha[i] = a.AtVec(i)
+		loo[i] = alpha[i] / inv.At(i, i)
+	}
+	return alpha, loo, nil
+}
+
+// surrogateMove runs surSteps steps of P on π̃ = q·exp(r) from u, leaving
+// the end point in y, and returns log π̃(y) − log π̃(u). P mixes, with
+// equal probability, an independence step from q (accepted with
+// min(1, e^{r(y′) − r(y)})) and a random-walk step of scale 2.38/√p in
+// the surrogate's whitened coordinates (accepted with min(1,
+// π̃(y′)/π̃(y))). v, s, z are scratch of length p.
+func surrogateMove(sur *Surrogate, q *tMixture, w *surWork, u, y, v, s, z []float64, rng *rand.Rand) float64 {
+	p := len(u)
+	copy(y, u)
+	lq := q.logDensity(y, z)
+	r := sur.r(y, w)
+	lq0, r0 := lq, r
+	sd := 2.38 / math.Sqrt(float64(p))
+	for range surSteps {
+		var lqv float64
+		if rng.Float64() < 0.5 {
+			q.draw(v, s, rng)
+			rv := sur.r(v, w)
+			if math.Log(rng.Float64()) < rv-r {
+				copy(y, v)
+				r, lq = rv, q.logDensity(y, z)
+			}
+			continue
+		}
+		for j := range s {
+			s[j] = sd * rng.NormFloat64()
+		}
+		for i := range p {
+			a := y[i]
+			for j := 0; j <= i; j++ {
+				a += sur.Chol[i*p+j] * s[j]
+			}
+			v[i] = a
+		}
+		lqv = q.logDensity(v, z)
+		rv := sur.r(v, w)
+		if math.Log(rng.Float64()) < rv+lqv-r-lq {
+			copy(y, v)
+			r, lq = rv, lqv
+		}
+	}
+	return (r + lq) - (r0 + lq0)
+}
+
+// valid reports whether s is a surrogate in p dimensions (a checkpoint's).
+func (s *Surrogate) valid(p int) bool {
+	return s != nil && len(s.Mean) == p && len(s.Chol) == p*p && len(s.Quad) == surMonomials(p) &&
+		len(s.Points) == p*len(s.Alpha) && s.Ell > 0 && s.Radius > 0 && !math.IsNaN(s.Cap) && !math.IsInf(s.Cap, 0) &&
+		!math.IsNaN(s.LogZ) && !math.IsInf(s.LogZ, 0) && s.Defensive >= 0 && s.Defensive < 1 &&
+		firstNonFinite(s.Mean) < 0 && firstNonFinite(s.Chol) < 0 && firstNonFinite(s.Quad) < 0 &&
+		firstNonFinite(s.Points) < 0 && firstNonFinite(s.Alpha) < 0 && !slices.ContainsFunc(diag(s.Chol, p), func(d float64) bool { return !(d > 0) })
+}
+
+// diag returns the diagonal of the p×p row-major a.
+func diag(a []float64, p int) []float64 {
+	d := make([]float64, p)
+	for i := range d {
+		d[i] = a[i*p+i]
+	}
+	return d
+}
+
+// chooseSurrogate fits the surrogate relative to q at the points and
+// returns it when its holding time is at most surGain times q's, else nil.
+func (f *fit) chooseSurrogate(q *tMixture, xs [][]float64, lps, lw []float64) *Surrogate {
+	s, err := fitSurrogate(q, xs, lps, lw)
+	if err != nil {
+		f.log("surrogate transitions: not fitted (%v)", err)
+		return nil
+	}
+	use := s.Hold <= surGain*s.HoldProposal
+	verdict := "used"
+	if !use {
+		verdict = "not used"
+	}
+	f.log("surrogate transitions %s: a quadratic and a Gaussian process (length %.2g) on %d points; expected holding time %.2f, the proposal's %.2f",
+		verdict, s.Ell, len(s.Alpha), s.Hold, s.HoldProposal)
+	if !use {
+		return nil
+	}
+	return s
+}
+
+// refitSurrogate fits the surrogate again, relative to the current
+// proposal, to the importance-sampling points and the chains' draws so
+// far (us: per chain, row-major; lps: their log posteriors), each set
+// weighing half: the draws cover π's tails in proportion, where the
+// rounds' points are few.
+func (f *fit) refitSurrogate(us, lps [][]float64) *Surrogate {
+	q := mixtureOf(f.prep.Proposal)
+	if q == nil {
+		return nil
+	}
+	p := f.dim
+	xs := slices.Clone(f.isPts.xs)
+	lp := slices.Clone(f.isPts.lps)
+	lw := make([]float64, len(xs))
+	if len(xs) > 0 {
+		norm := logSumExp(f.isPts.lw)
+		for i, v := range f.isPts.lw {
+			lw[i] = v - norm + math.Log(0.5)
+		}
+	}
+	cx, clp := thinnedDraws(us, lps, p)
+	if len(xs) == 0 {
+		for i := range lw {
+			lw[i] = 0
+		}
+	}
+	share := math.Log(0.5 / float64(max(len(cx), 1)))
+	if len(xs) == 0 {
+		share = 0
+	}
+	for i := range cx {
+		xs, lp, lw = append(xs, cx[i]), append(lp, clp[i]), append(lw, share)
+	}
+	// Interleave so that even thinning keeps both sets.
+	order := make([]int, len(xs))
+	for i := range order {
+		order[i] = i
+	}
+	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<46))
+	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	sx, slp, slw := make([][]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs))
+	for j, i := range order {
+		sx[j], slp[j], slw[j] = xs[i], lp[i], lw[i]
+	}
+	return f.chooseSurrogate(q, sx, slp, slw)
+}
+
+// setSurrogate makes s (nil: none) the chains' surrogate. With one, every
+// step is a surrogate transition: its random-walk steps on π̃ move a chain
+// locally as the Langevin steps did, without the two gradients a
+// Langevin step costs (GARCH on DAX: 50 s instead of 77 with 10%
+// Langevin steps, whose chains also stood longer in μ's tail); without
+// one, isIndependence of the steps are independence steps.
+func (f *fit) setSurrogate(s *Surrogate) {
+	pr := &f.prep
+	pr.Surrogate, pr.SurrogateHold, pr.Independence = s, 0, isIndependence
+	if s != nil {
+		pr.SurrogateHold, pr.Independence = s.Hold, 1-surWalkShare
+	}
+}
+
+// independenceKind names FullGradient's non-Langevin steps.
+func (pr *Preparation) independenceKind() string {
+	if pr.Surrogate != nil {
+		return "surrogate transitions"
+	}
+	return "independence proposals"
+}
+
+// acceptance describes FullGradient's acceptance rates.
+func (pr *Preparation) acceptance() string {
+	if pr.Independence >= 1 {
+		return fmt.Sprintf("%s %.2f", pr.independenceKind(), pr.AcceptIndependent)
+	}
+	return fmt.Sprintf("Langevin %.2f, %s %.2f", pr.Accept, pr.independenceKind(), pr.AcceptIndependent)
+}
