@@ -354,7 +354,7 @@ type Preparation struct {
 	CostPlain, CostCV        float64   // seconds per gradient of each (one worker): CostPlain measured, CostCV = 2 or 3 × CostPlain (filters per control-variate gradient)
 	CostFull                 float64   // estimated seconds per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
-	Accept                   float64   // FullGradient: the Langevin proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
+	Accept                   float64   // FullGradient: the Langevin (with a Surrogate, random-walk) proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
 	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala; after importance sampling, the expected one until the sampling measures it)
 	// Proposal is FullGradient's independence proposal fitted by
 	// importance sampling (nil: a Student-t at Mode with scale Chol), and

@@ -226,8 +226,17 @@ func (s *stopAt) Done(*sgmcmc.Result) error { return nil }
 // duplicated. The interrupted fit reports the draws so far with a warning.
 // It prints no progress lines and the resumed one does, as a CLI user's
 // first run with -q and a resumed run without would (that resume failed
-// with "corrupt Multi recorder state" before session 14).
+// with "corrupt Multi recorder state" before session 14). It runs with
+// the default (control-variate) chains and with full-data chains, which
+// use surrogate transitions whose surrogate the resumed fit reads from
+// the checkpoint.
 func TestFitResume(t *testing.T) {
+	for _, g := range []sgmcmc.Gradient{sgmcmc.AutoGradient, sgmcmc.FullGradient} {
+		t.Run(g.String(), func(t *testing.T) { testFitResume(t, g) })
+	}
+}
+
+func testFitResume(t *testing.T, g sgmcmc.Gradient) {
 	data := lgssmSim(t)
 	m := models.LGSSM{}
 	fit := func(dir string, stop int) (*sgmcmc.Posterior, []string) {
@@ -251,7 +260,7 @@ func TestFitResume(t *testing.T) {
 		if stop != math.MaxInt {
 			progress = nil
 		}
-		post, err := sgmcmc.Fit(ctx, m, data, sgmcmc.FitSettings{Exact: true, Seed: 3, Chains: 2, Iterations: 2500,
+		post, err := sgmcmc.Fit(ctx, m, data, sgmcmc.FitSettings{Exact: true, Gradient: g, Seed: 3, Chains: 2, Iterations: 2500,
 			AdaptWindow: 200, KSDDraws: -1, Checkpoint: filepath.Join(dir, "ck"), Recorder: r, Progress: progress})
 		if err != nil {
 			t.Fatal(err)
@@ -293,6 +302,13 @@ func TestFitResume(t *testing.T) {
 		}
 	}
 	same("resumed", resumed)
+	// The chains' surrogate (saved in ck.prep) is the one they used
+	// before the interrupt: the identical draws above depend on it.
+	t.Logf("%v chains; surrogate transitions' expected holding time %.3f (0: none)", whole.Preparation.Gradient, whole.Preparation.SurrogateHold)
+	if g == sgmcmc.FullGradient && (whole.Preparation.Surrogate == nil || resumed.Preparation.SurrogateHold != whole.Preparation.SurrogateHold) {
+		t.Errorf("surrogate: uninterrupted %v (holding time %v), resumed holding time %v: want one, restored",
+			whole.Preparation.Surrogate != nil, whole.Preparation.SurrogateHold, resumed.Preparation.SurrogateHold)
+	}
 	again, _ := fit(dir, 0)
 	same("finished", again)
 
@@ -307,7 +323,7 @@ func TestFitResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	_, err = sgmcmc.Fit(context.Background(), m, data, sgmcmc.FitSettings{Exact: true, Seed: 3, Chains: 2, Iterations: 2500,
+	_, err = sgmcmc.Fit(context.Background(), m, data, sgmcmc.FitSettings{Exact: true, Gradient: g, Seed: 3, Chains: 2, Iterations: 2500,
 		AdaptWindow: 200, KSDDraws: -1, Checkpoint: filepath.Join(cut, "ck"), Recorder: sgmcmc.Multi(sgmcmc.NewCSVRecorder(f, nil), &stopAt{k: math.MaxInt})})
 	if !errors.Is(err, sgmcmc.ErrCheckpoint) || !strings.Contains(fmt.Sprint(err), "ck.draws has 100 bytes") {
 		t.Errorf("resume with a cut draws file: %v, want an ErrCheckpoint naming ck.draws", err)

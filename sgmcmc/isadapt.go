@@ -39,6 +39,11 @@ const (
 	isGoodHold      = 1.6 // a proposal's measured holding time that ends the rounds
 	isMinEfficiency = 0.1 // the chosen proposal's ESS over its draws, at least
 	isScale0        = 1.5 // q_0's scale over the Laplace approximation's
+	// isSurRounds is the round from which a surrogate is fitted after
+	// each (chooseSurrogate), and isSurHold its leave-one-out holding
+	// time that ends the rounds.
+	isSurRounds = 3
+	isSurHold   = 1.3
 )
 
 // isDraws is the number of points per round for p parameters.
@@ -249,7 +254,16 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 		if m == nil {
 			return nil, nil // no finite weight
 		}
-		if r+1 >= isMaxRounds || r+1 >= isMinRounds && bestHold <= isGoodHold {
+		stop := r+1 >= isMaxRounds || r+1 >= isMinRounds && bestHold <= isGoodHold
+		var sur *Surrogate
+		if r+1 >= isSurRounds && bestESS >= isMinEfficiency*float64(n) {
+			// A surrogate that already fits well ends the rounds: its
+			// transitions need a design of the posterior, not a t
+			// mixture that fits it alone.
+			sur = f.chooseSurrogate(rounds[best].q, xs, lps, logW)
+			stop = stop || sur != nil && sur.Hold <= isSurHold
+		}
+		if stop {
 			if bestESS < isMinEfficiency*float64(n) {
 				return nil, nil
 			}
@@ -263,7 +277,7 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 			}
 			f.log("importance sampling: the chains use round %d's proposal", best+1)
 			f.isPts.xs, f.isPts.lps, f.isPts.lw = xs, lps, logW
-			res.sur = f.chooseSurrogate(res.proposal, xs, lps, logW)
+			res.sur = sur
 			return res, nil
 		}
 		next, k, sc, d, h := bestProposal(xs, lps, logW, z)

@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -33,6 +34,10 @@ import (
 // alone, moving a fraction of a posterior sd each, took autocorrelation
 // times near 40 in GARCH's μ on DAX (μ's posterior is skewed towards its
 // upper bound as φ → 1).
+//
+// With a surrogate (sur, see Surrogate) the independence steps are
+// surrogate transitions and the Langevin steps random-walk Metropolis
+// steps on π: every step then needs the log posterior alone.
 //
 // One mala per chain is both the chain's Estimator and its Method: Grad
 // keeps the last two evaluations, so the Sampler's evaluation of the
@@ -344,19 +349,53 @@ func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
 	}
 }
 
-// MarshalBinary returns the counts.
+// MarshalBinary returns the counts and the cache of the last two
+// evaluations: a resumed chain then finds the current point's log
+// posterior where the uninterrupted one did, instead of evaluating it
+// again with its generator (the estimator draws a window from it), so
+// that it repeats the uninterrupted chain's draws exactly.
 func (m *mala) MarshalBinary() ([]byte, error) {
-	return appendFloats(nil, float64(m.accepted), float64(m.proposed), float64(m.indAcc), float64(m.indProp)), nil
+	b := appendFloats(nil, float64(m.accepted), float64(m.proposed), float64(m.indAcc), float64(m.indProp), float64(m.next))
+	for i := range m.cu {
+		ok := 0.0
+		if m.cgOK[i] {
+			ok = 1
+		}
+		b = appendFloats(b, m.clp[i], ok)
+		b = appendFloats(b, m.cu[i]...)
+		b = appendFloats(b, m.cg[i]...)
+	}
+	return b, nil
 }
 
-// UnmarshalBinary restores the counts.
+// UnmarshalBinary restores the counts and the cache (a checkpoint
+// written before the cache was saved holds the counts alone).
 func (m *mala) UnmarshalBinary(b []byte) error {
-	if err := expectFloats("mala", b, 4); err != nil {
-		return err
+	full := 5 + len(m.cu)*(2+2*m.dim)
+	if len(b) != 8*4 {
+		if err := expectFloats("mala", b, full); err != nil {
+			return err
+		}
 	}
-	var v [4]float64
-	readFloats(v[:], b)
+	v := make([]float64, len(b)/8)
+	readFloats(v, b)
 	m.accepted, m.proposed, m.indAcc, m.indProp = int(v[0]), int(v[1]), int(v[2]), int(v[3])
+	if len(v) == 4 {
+		return nil
+	}
+	m.next = int(v[4])
+	k := 5
+	for i := range m.cu {
+		m.clp[i], m.cgOK[i] = v[k], v[k+1] == 1
+		k += 2
+		copy(m.cu[i], v[k:k+m.dim])
+		k += m.dim
+		copy(m.cg[i], v[k:k+m.dim])
+		k += m.dim
+	}
+	if m.next != 0 && m.next != 1 {
+		return fmt.Errorf("%w: mala state's next cache entry is %d", ErrCheckpoint, m.next)
+	}
 	return nil
 }
 

@@ -532,8 +532,9 @@ func (pr *Preparation) independenceKind() string {
 
 // acceptance describes FullGradient's acceptance rates.
 func (pr *Preparation) acceptance() string {
-	if pr.Independence >= 1 {
-		return fmt.Sprintf("%s %.2f", pr.independenceKind(), pr.AcceptIndependent)
+	local := "Langevin"
+	if pr.Surrogate != nil {
+		local = "random walk"
 	}
-	return fmt.Sprintf("Langevin %.2f, %s %.2f", pr.Accept, pr.independenceKind(), pr.AcceptIndependent)
+	return fmt.Sprintf("%s %.2f, %s %.2f", local, pr.Accept, pr.independenceKind(), pr.AcceptIndependent)
 }

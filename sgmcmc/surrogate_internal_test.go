@@ -184,3 +184,21 @@ func TestSurrogateFit(t *testing.T) {
 		t.Errorf("E_q[π̃/q] = %.4f, want 1 within 0.03", sum/n)
 	}
 }
+
+// TestLongestStay counts runs of identical consecutive draws per chain.
+func TestLongestStay(t *testing.T) {
+	us := [][]float64{
+		{0, 0, 1, 1, 1, 1, 2, 2},       // draws (0,0) (1,1) (1,1) (2,2): a stay of 2
+		{5, 5, 5, 5, 5, 5, 6, 6, 6, 6}, // (5,5)×3 then (6,6)×2
+		{1, 2, 1, 3, 1, 2},             // no two equal in a row (same first coordinate only)
+	}
+	if n, c := longestStay(us, 2); n != 3 || c != 1 {
+		t.Errorf("longestStay = %d in chain %d, want 3 in chain 1", n, c)
+	}
+	if n, _ := longestStay(us[2:], 2); n != 1 {
+		t.Errorf("longestStay of distinct draws = %d, want 1", n)
+	}
+	if n, _ := longestStay([][]float64{nil}, 2); n != 0 {
+		t.Errorf("longestStay of no draws = %d, want 0", n)
+	}
+}
