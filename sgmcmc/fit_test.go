@@ -404,7 +404,7 @@ func TestFitFullBudget(t *testing.T) {
 	}
 	data := lgssmSim(t)
 	ctx := context.Background()
-	set := sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, KSDDraws: -1}
+	set := sgmcmc.FitSettings{Exact: true, Seed: 1, Gradient: sgmcmc.FullGradient, KSDDraws: -1, MinIterations: -1}
 	ck := set
 	ck.Checkpoint = filepath.Join(t.TempDir(), "ck")
 	post, err := sgmcmc.Fit(ctx, models.LGSSM{}, data, ck)

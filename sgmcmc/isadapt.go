@@ -671,12 +671,6 @@ func (f *fit) useIS(res *isResult) {
 		pr.Chol = res.chol // the Langevin steps' metric
 	}
 	pr.Proposal = res.proposal.components()
-	hold := res.hold
-	if res.sur != nil {
-		// Measured on the same points: the surrogate's holding time over
-		// the proposal's.
-		hold = math.Max(1, hold*res.sur.Hold/res.sur.HoldProposal)
-	}
 	pr.Starts = res.starts
 	pr.AdaptIterations = (res.evals + f.s.Chains - 1) / f.s.Chains
 	f.setSurrogate(res.sur)
@@ -684,7 +678,11 @@ func (f *fit) useIS(res *isResult) {
 	if f.s.StepSize == 0 {
 		pr.StepSize = isLangevinStep
 	}
-	pr.IAT = independenceIAT(hold, pr.Independence)
+	// q's holding time, also with a surrogate: its own is measured on the
+	// points it was fitted to, and a checkpointed fit's one segment is
+	// planned from it (planned from the surrogate's, the LGSSM's fell
+	// short of TargetESS in tail ESS).
+	pr.IAT = independenceIAT(res.hold, pr.Independence)
 	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
 	f.log("importance sampling: %d log posteriors; posterior sds in u %v; %s %.0f%% of steps, autocorrelation time ≈ %.1f",
 		res.evals, fmtSD(pr.Chol, f.dim), pr.independenceKind(), 100*pr.Independence, pr.IAT)
