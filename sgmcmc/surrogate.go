@@ -109,8 +109,8 @@ var surLengths = []float64{0.6, 0.9, 1.3}
 // down) and the points only distort the fit.
 func surCut(p int) float64 { return 10 + 1.5*float64(p) }
 
-// surMonomials returns the exponents of the monomials of degree ≤ 2 in
-// p variables: 1, z_j, then z_j z_k for j ≤ k.
+// surMonomials returns the number of monomials of degree ≤ 2 in p
+// variables, in surQuadRow's order: 1, z_j, then z_j z_k for j ≤ k.
 func surMonomials(p int) int { return 1 + p + p*(p+1)/2 }
 
 // surQuad returns the quadratic a(z) with coefficients c.
@@ -472,24 +472,16 @@ func (f *fit) refitSurrogate(us, lps [][]float64) *Surrogate {
 		return nil
 	}
 	p := f.dim
-	xs := slices.Clone(f.isPts.xs)
-	lp := slices.Clone(f.isPts.lps)
-	lw := make([]float64, len(xs))
-	if len(xs) > 0 {
-		norm := logSumExp(f.isPts.lw)
-		for i, v := range f.isPts.lw {
-			lw[i] = v - norm + math.Log(0.5)
-		}
-	}
 	cx, clp := thinnedDraws(us, lps, p)
-	if len(xs) == 0 {
-		for i := range lw {
-			lw[i] = 0
+	xs, lp := slices.Clone(f.isPts.xs), slices.Clone(f.isPts.lps)
+	lw := make([]float64, len(xs))
+	share := 0.0 // the chains' draws alone: equal weights
+	if len(xs) > 0 {
+		norm := logSumExp(f.isPts.lw) - math.Log(0.5)
+		for i, v := range f.isPts.lw {
+			lw[i] = v - norm
 		}
-	}
-	share := math.Log(0.5 / float64(max(len(cx), 1)))
-	if len(xs) == 0 {
-		share = 0
+		share = math.Log(0.5 / float64(max(len(cx), 1)))
 	}
 	for i := range cx {
 		xs, lp, lw = append(xs, cx[i]), append(lp, clp[i]), append(lw, share)
