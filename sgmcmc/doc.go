@@ -217,7 +217,7 @@
 //     chains reach rarely and then stick in, which R-hat and ESS do not
 //     see; when the sampling ends with such a stay the Posterior warns.
 //     And cheap full-data chains run on to MinIterations (10,000) per
-//     chain when that costs under 8 s: the LGSSM on the S&P 500 returns
+//     chain when that costs under 15 s: the LGSSM on the S&P 500 returns
 //     (a long curved ridge to small σ and large τ) met the ESS and R-hat
 //     targets after 5–10 s with sds 0.65–0.88 of the reference on half
 //     of eight seeds, and gives 0.91–1.05 on all eight with the rule.

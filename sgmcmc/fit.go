@@ -196,7 +196,7 @@ type FitSettings struct {
 	// TargetESS is the effective sample size Iterations aims at (0: 400).
 	TargetESS int
 	// MinIterations is the number of iterations per chain that
-	// full-data chains run at least when that costs under 8 s at their
+	// full-data chains run at least when that costs under 15 s at their
 	// rate so far (0: 10,000; negative: no minimum): their ESS and R-hat
 	// reach the targets before the chains have found a tail their
 	// proposals barely reach (see cheapMore).

@@ -988,12 +988,15 @@ func (f *fit) cheapMore(post *Posterior, done int) int {
 	if post.Sampling.Seconds()*float64(more)/float64(done) > cheapWall.Seconds() {
 		return 0
 	}
-	f.log("cheap chains: %d more iterations per chain, to %d", more, least)
+	f.log("cheap chains: running on towards %d iterations per chain", least)
 	return more
 }
 
-// cheapIters and cheapWall: see cheapMore.
+// cheapIters and cheapWall: see cheapMore. The rate is the first
+// segments' and the projection is wall time: at 8 s the LGSSM on the S&P
+// 500 (seed 6, a projection near 8 s) ran on in one fit and stopped at
+// 5 s with sds 0.72 of the reference in the next.
 const (
 	cheapIters = 10000
-	cheapWall  = 8 * time.Second
+	cheapWall  = 15 * time.Second
 )
