@@ -522,10 +522,20 @@ func (pr *Preparation) independenceKind() string {
 	return "independence proposals"
 }
 
-// acceptance describes FullGradient's acceptance rates.
+// localKind names FullGradient's local steps: Langevin, or random-walk
+// with a surrogate until the stay guard turns them into Langevin steps.
+func (pr *Preparation) localKind() string {
+	if pr.Surrogate != nil && !pr.Langevin {
+		return "random-walk"
+	}
+	return "Langevin"
+}
+
+// acceptance describes FullGradient's acceptance rates (the local steps'
+// since they last changed kind).
 func (pr *Preparation) acceptance() string {
 	local := "Langevin"
-	if pr.Surrogate != nil {
+	if pr.localKind() != local {
 		local = "random walk"
 	}
 	return fmt.Sprintf("%s %.2f, %s %.2f", local, pr.Accept, pr.independenceKind(), pr.AcceptIndependent)
