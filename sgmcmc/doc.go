@@ -216,14 +216,6 @@
 //     proposals have far too little mass, a part of the posterior the
 //     chains reach rarely and then stick in, which R-hat and ESS do not
 //     see; when the sampling ends with such a stay the Posterior warns.
-//     With a surrogate such a stay also turns the random-walk steps into
-//     Langevin steps for the rest of the run (Preparation.Langevin): in
-//     a curved tail the surrogate misses, a random walk in the global
-//     metric is rejected as often as the surrogate transitions, while
-//     the gradient's drift leads the chain back (GARCH on the S&P 500,
-//     whose μ runs into its bound 2 as φ → 1: chains stood 21–28
-//     iterations at μ ≈ 1.997–2.0 and reached ESS 85 after 4 × 392
-//     iterations with random-walk steps).
 //     And cheap full-data chains run on to MinIterations (10,000) per
 //     chain when that costs under 15 s: the LGSSM on the S&P 500 returns
 //     (a long curved ridge to small σ and large τ) met the ESS and R-hat

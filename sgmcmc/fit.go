@@ -374,12 +374,7 @@ type Preparation struct {
 	// holding time (0: none).
 	Surrogate     *Surrogate `json:"-"`
 	SurrogateHold float64
-	// Langevin reports that the surrogate's chains took Langevin steps
-	// instead of random-walk steps: a sampling segment held a chain at
-	// one point for stayLimit iterations (a tail that the surrogate and
-	// the random walk miss: GARCH's μ at its bound on the S&P 500).
-	Langevin bool     `json:",omitempty"`
-	Gradient Gradient // the estimator chosen
+	Gradient      Gradient // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
 	// Exact reports that AutoFilter chose the model's ssm.ExactScorer

@@ -37,9 +37,7 @@ import (
 //
 // With a surrogate (sur, see Surrogate) the independence steps are
 // surrogate transitions and the Langevin steps random-walk Metropolis
-// steps on π: every step then needs the log posterior alone. Where those
-// hold a chain at one point (Fit's stay guard), Fit turns the local steps
-// back into Langevin steps for the rest of the run (langevin).
+// steps on π: every step then needs the log posterior alone.
 //
 // One mala per chain is both the chain's Estimator and its Method: Grad
 // keeps the last two evaluations, so the Sampler's evaluation of the
@@ -52,7 +50,6 @@ type mala struct {
 	// sur, when set (with ind), turns the independence steps into
 	// surrogate transitions (surrogateMove); sw and v are its scratch.
 	sur      *Surrogate
-	langevin bool // with sur: Langevin steps instead of random-walk steps
 	sw       *surWork
 	v        []float64
 	maxDrift float64
@@ -177,7 +174,7 @@ func (m *mala) choose(rng *rand.Rand) int {
 	if m.ind != nil && rng.Float64() < m.pInd {
 		return 2
 	}
-	if m.sur != nil && !m.langevin {
+	if m.sur != nil {
 		return 3
 	}
 	return 1
@@ -408,10 +405,10 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 // independence proposals or surrogate transitions over the chains (NaN
 // unless the chains are mala; the Langevin rate NaN when there were no
 // Langevin steps), and one that gives the chains a new independence
-// proposal, surrogate, independence share and kind of local steps between runs (nil unless
+// proposal, surrogate and independence share between runs (nil unless
 // they are mala). The chains persist across
 // Runs with the same factories. Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tMixture, *Surrogate, float64, bool)) {
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tMixture, *Surrogate, float64)) {
 	pr := &f.prep
 	var mu sync.Mutex
 	record := func(err error) { // with mu held
@@ -455,7 +452,6 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 			if pr.Independence > 0 {
 				chains[c].pInd = pr.Independence
 			}
-			chains[c].langevin = pr.Langevin
 		}
 		return chains[c]
 	}
@@ -475,16 +471,12 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 		}
 		return la, float64(ia) / float64(max(ip, 1))
 	}
-	retarget := func(q *tMixture, sur *Surrogate, pInd float64, langevin bool) {
+	retarget := func(q *tMixture, sur *Surrogate, pInd float64) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range chains {
 			if m != nil {
-				if m.langevin != langevin {
-					// The local steps change kind: their rate restarts.
-					m.accepted, m.proposed = 0, 0
-				}
-				m.ind, m.sur, m.pInd, m.langevin = q, sur, pInd, langevin
+				m.ind, m.sur, m.pInd = q, sur, pInd
 			}
 		}
 	}

@@ -189,8 +189,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		if pr.Gradient == FullGradient {
 			if pr.Surrogate != nil {
-				f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% %s steps (autocorrelation time ≈ %.0f)",
-					f.s.Chains, iters, 100*pr.Independence, 100*(1-pr.Independence), pr.localKind(), pr.IAT)
+				f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% random-walk steps (autocorrelation time ≈ %.0f)",
+					f.s.Chains, iters, 100*pr.Independence, 100*(1-pr.Independence), pr.IAT)
 			} else {
 				f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on full-data scores, Langevin step %.3g (autocorrelation time ≈ %.0f)",
 					f.s.Chains, iters, h, pr.IAT)
@@ -261,19 +261,12 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		stay, stayChain = longestStay(segU, f.dim)
 		stuck = pr.Gradient == FullGradient && stay >= max(stayLimit, int(stayFrac*float64(iters)))
-		switched := stuck && pr.Surrogate != nil && !pr.Langevin
-		if switched {
-			// The random-walk steps did not move the chain on where the
-			// surrogate falls short of π: Langevin steps from here on.
-			pr.Langevin = true
-			f.log("chain %d stood %d iterations at one point: the local steps are Langevin steps from here on", stayChain, stay)
-		}
 		cheapMore := 0
 		if ess >= float64(f.s.TargetESS) && rhat <= 1.01 {
 			if cheapMore = f.cheapMore(post, done); !stuck && cheapMore == 0 {
 				break
 			}
-			if stuck && !switched {
+			if stuck {
 				f.log("chain %d stood %d iterations at one point: its proposals miss part of the posterior there", stayChain, stay)
 			}
 		}
@@ -826,7 +819,7 @@ func (s *segmented) Done(*Result) error { return nil }
 // stopped after 3,825 iterations per chain with R-hat 1.006 and bulk ESS
 // ≥ 1,311 and sds 0.86–0.94 of the reference, its chains not yet in the
 // tails that the 18 s run of this rule reaches (ratios 1.02–1.06).
-func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, retarget func(*tMixture, *Surrogate, float64, bool)) int {
+func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, retarget func(*tMixture, *Surrogate, float64)) int {
 	pr := &f.prep
 	kept := 0
 	for _, u := range post.U {
@@ -845,8 +838,7 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, r
 			post.Preparation.Surrogate, post.Preparation.SurrogateHold = pr.Surrogate, pr.SurrogateHold
 			post.Preparation.Independence = pr.Independence
 		}
-		retarget(mixtureOf(pr.Proposal), pr.Surrogate, pr.Independence, pr.Langevin)
-		post.Preparation.Langevin = pr.Langevin
+		retarget(mixtureOf(pr.Proposal), pr.Surrogate, pr.Independence)
 	}
 	pr.IAT, post.Preparation.IAT = iat, iat
 	target := float64(f.s.TargetESS)

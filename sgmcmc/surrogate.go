@@ -522,20 +522,10 @@ func (pr *Preparation) independenceKind() string {
 	return "independence proposals"
 }
 
-// localKind names FullGradient's local steps: Langevin, or random-walk
-// with a surrogate until the stay guard turns them into Langevin steps.
-func (pr *Preparation) localKind() string {
-	if pr.Surrogate != nil && !pr.Langevin {
-		return "random-walk"
-	}
-	return "Langevin"
-}
-
-// acceptance describes FullGradient's acceptance rates (the local steps'
-// since they last changed kind).
+// acceptance describes FullGradient's acceptance rates.
 func (pr *Preparation) acceptance() string {
 	local := "Langevin"
-	if pr.localKind() != local {
+	if pr.Surrogate != nil {
 		local = "random walk"
 	}
 	return fmt.Sprintf("%s %.2f, %s %.2f", local, pr.Accept, pr.independenceKind(), pr.AcceptIndependent)

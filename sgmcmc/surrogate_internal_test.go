@@ -54,12 +54,10 @@ func TestSurrogateExact(t *testing.T) {
 	q := newTMixture([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1.3, 0, 0, 1.2}})
 	accept := map[string]float64{}
 	for _, c := range []struct {
-		name     string
-		shift    float64
-		none     bool
-		langevin bool // 10% Langevin steps (the stay guard's switch)
-	}{{"fitted to the target", 0, false, false}, {"fitted to a shifted target", 1, false, false}, {"no surrogate (independence steps from q)", 0, true, false},
-		{"fitted, with 10% Langevin steps", 0, false, true}} {
+		name  string
+		shift float64
+		none  bool
+	}{{"fitted to the target", 0, false}, {"fitted to a shifted target", 1, false}, {"no surrogate (independence steps from q)", 0, true}} {
 		xs, lps, lw := surrogatePoints(t, q, banana(c.shift), 400)
 		sur, err := fitSurrogate(q, xs, lps, lw)
 		if err != nil {
@@ -75,13 +73,9 @@ func TestSurrogateExact(t *testing.T) {
 		const chains, iters = 4, 10000
 		counted := &countingTarget{est: target}
 		ms := make([]*mala, chains)
-		lang := c.langevin
 		newEst := func(c int) Estimator {
 			ms[c] = newMALA(counted, []float64{1, 0, 0, 1}, q, 2)
 			ms[c].pInd, ms[c].sur = 1, sur
-			if lang {
-				ms[c].pInd, ms[c].langevin = 0.9, true
-			}
 			return ms[c]
 		}
 		trace := &Trace{}
@@ -128,20 +122,7 @@ func TestSurrogateExact(t *testing.T) {
 			prop += m.indProp
 		}
 		t.Logf("%s: surrogate transitions accepted %.2f; %d gradients, %d log posteriors", c.name, float64(acc)/float64(prop), counted.grads, counted.logPosts)
-		lacc, lprop := 0, 0
-		for _, m := range ms {
-			lacc += m.accepted
-			lprop += m.proposed
-		}
-		switch {
-		case c.langevin:
-			// About a tenth of the steps are Langevin steps, each with a
-			// gradient at the proposal (random-walk steps would need none).
-			t.Logf("%s: Langevin steps %d, accepted %.2f", c.name, lprop, float64(lacc)/float64(max(lprop, 1)))
-			if n := chains * iters; lprop < n/20 || lprop > n/5 || counted.grads < lprop {
-				t.Errorf("%s: %d Langevin steps and %d gradients in %d steps: want about a tenth Langevin steps, each with a gradient", c.name, lprop, counted.grads, n)
-			}
-		case counted.grads > chains:
+		if counted.grads > chains {
 			t.Errorf("%s: %d gradients: surrogate transitions need none (one per chain's start at most)", c.name, counted.grads)
 		}
 		accept[c.name] = float64(acc) / float64(prop)
