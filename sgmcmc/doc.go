@@ -138,9 +138,13 @@
 //     adaptation windows of step 3 run instead, with the Langevin step
 //     tuned to an acceptance rate of 0.7. The points where π was
 //     evaluated then fit a surrogate (surrogate.go) π̃ = q·((1 − ε)
-//     e^{r − log Z} + ε), ε = 0.2, r a quadratic plus a Gaussian process
-//     in the weighted draws' whitened coordinates, capped at the largest
-//     fitted log π − log q; when its leave-one-out holding time is
+//     (e^{r_u − log Z_u} + e^{r_θ − log Z_θ})/2 + ε), ε = 0.2: r_u a
+//     quadratic plus a Gaussian process for log π − log q in the
+//     weighted draws' whitened u, r_θ the same for the log-likelihood
+//     log π − log p in the natural parameters θ, plus the exact log prior
+//     (whose Jacobian is the posterior's tail where a parameter's
+//     likelihood flattens at its bound, GARCH's μ → 2), each capped at the
+//     largest fitted log π − log q; when its leave-one-out holding time is
 //     shorter than q's, every independence step becomes a surrogate
 //     transition (Liu 2001; delayed acceptance, Christen and Fox 2005):
 //     20 Metropolis steps on π̃ (independence steps from q and random

@@ -653,6 +653,7 @@ func (f *fit) loadPreparation() (bool, error) {
 			ErrCheckpoint, f.s.Checkpoint, f.s.Checkpoint)
 	}
 	p := f.dim
+	saved.Surrogate.bind(f.surBase())
 	if len(saved.Prep.Mode) != p || len(saved.Prep.Chol) != p*p || len(saved.Prep.Anchor) != p ||
 		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p || !saved.Prep.Discretisation.valid(p) ||
 		saved.Surrogate != nil && !saved.Surrogate.valid(p) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
@@ -59,7 +60,7 @@ func TestSurrogateExact(t *testing.T) {
 		none  bool
 	}{{"fitted to the target", 0, false}, {"fitted to a shifted target", 1, false}, {"no surrogate (independence steps from q)", 0, true}} {
 		xs, lps, lw := surrogatePoints(t, q, banana(c.shift), 400)
-		sur, err := fitSurrogate(q, xs, lps, lw)
+		sur, err := fitSurrogate(q, xs, lps, lw, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func TestSurrogateFit(t *testing.T) {
 		return lq + 0.3*u[0] - 0.2*u[0]*u[0] + 0.1*u[0]*u[1] - 0.15*u[1]*u[1], nil
 	})
 	xs, lps, lw := surrogatePoints(t, q, quad, 300)
-	sur, err := fitSurrogate(q, xs, lps, lw)
+	sur, err := fitSurrogate(q, xs, lps, lw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestSurrogateFit(t *testing.T) {
 			continue
 		}
 		lp, _ := quad.Grad(context.Background(), nil, u, nil)
-		d := raw.r(u, w) - (lp - q.logDensity(u, z))
+		d := raw.r(u, q.logDensity(u, z), w) - (lp - q.logDensity(u, z))
 		if i == 0 {
 			first = d
 		}
@@ -177,7 +178,7 @@ func TestSurrogateFit(t *testing.T) {
 	const n = 20000
 	for range n {
 		q.draw(v, s, rng)
-		sum += math.Exp(sur.r(v, w))
+		sum += math.Exp(sur.r(v, q.logDensity(v, s), w))
 	}
 	t.Logf("E_q[π̃/q] = %.4f over %d draws; holding time %.3f (q: %.3f)", sum/n, n, sur.Hold, sur.HoldProposal)
 	if math.Abs(sum/n-1) > 0.03 {
@@ -201,4 +202,150 @@ func TestLongestStay(t *testing.T) {
 	if n, _ := longestStay([][]float64{nil}, 2); n != 0 {
 		t.Errorf("longestStay of no draws = %d, want 0", n)
 	}
+}
+
+// ridgePrior and ridgeLogLik make a posterior with the shape of GARCH's
+// (μ, φ) ridge: θ = logistic(u₀) has a uniform prior (in u₀ the logit's
+// Jacobian, tails e^{−|u₀|}) and a Gaussian log-likelihood N(θ; 0.7, 0.2²)
+// that stays finite at the bound θ = 1, and u₁ | θ ~ N(2θ, 1/4) (a flat
+// prior on u₁). So θ's posterior is that normal truncated to (0, 1)
+// (E θ = 0.67242, E u₁ = 2 E θ), and u₀'s right tail is the Jacobian's,
+// along a ridge that is straight in (θ, u₁) and bends in u.
+func ridgePrior(u []float64) float64 {
+	return u[0] - 2*softplus(u[0])
+}
+
+func ridgeLogLik(u []float64) float64 {
+	th := 1 / (1 + math.Exp(-u[0]))
+	d, e := (th-0.7)/0.2, u[1]-2*th
+	return -0.5*d*d - 2*e*e
+}
+
+// ridgeMean is E θ, the mean of N(0.7, 0.2²) truncated to (0, 1).
+const ridgeMean = 0.6724222068303695
+
+func softplus(x float64) float64 {
+	if x > 30 {
+		return x
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// TestSurrogatePriorTail fits the surrogate to draws from a t proposal
+// on the ridge posterior, on the prior and θ (PriorBase) and in u alone,
+// and checks (1) that on the prior and θ the surrogate follows π along
+// the ridge into u₀'s exponential tail (log π − log π̃ at u₀ = 3…8 within
+// 1 nat of its level in the bulk, and closer than the u-space fit, whose
+// quadratic bends away from the ridge); (2) that chains on π with it are
+// exact: E θ and E u₁ within 4 standard errors of their values.
+func TestSurrogatePriorTail(t *testing.T) {
+	q := newTMixture([]float64{1}, [][]float64{{0.8, 1.35}}, [][]float64{{1.1, 0, 0.3, 0.55}})
+	target := EstimatorFunc(func(_ context.Context, _, u []float64, _ *rand.Rand) (float64, error) {
+		return ridgePrior(u) + ridgeLogLik(u), nil
+	})
+	xs, lps, lw := surrogatePoints(t, q, target, 400)
+	z := make([]float64, 2)
+	w := newSurWork(2)
+	gap := func(sur *Surrogate, u []float64) float64 {
+		lq := q.logDensity(u, z)
+		lt := math.Log((1-sur.Defensive)*math.Exp(sur.r(u, lq, w)-sur.LogZ)+sur.Defensive) + lq
+		if sur.Defensive == 0 {
+			lt = sur.r(u, lq, w) + lq
+		}
+		return ridgePrior(u) + ridgeLogLik(u) - lt
+	}
+	worst := map[bool]float64{}
+	var withPrior *Surrogate
+	for _, prior := range []bool{false, true} {
+		var base *surBase
+		if prior {
+			base = &surBase{logPrior: ridgePrior, constrain: func(th, u []float64) { th[0], th[1] = 1/(1+math.Exp(-u[0])), u[1] }}
+		}
+		sur, err := fitSurrogate(q, xs, lps, lw, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := *sur
+		raw.Defensive = 0 // the fit itself, without q's share
+		// The bulk's level: the mean gap at the points within 1.5 nats
+		// of the best.
+		top, bulk, nb := slices.Max(lps), 0.0, 0
+		for i, x := range xs {
+			if lps[i] > top-1.5 {
+				bulk += gap(&raw, x)
+				nb++
+			}
+		}
+		bulk /= float64(nb)
+		var gaps []float64
+		for _, u0 := range []float64{3, 4, 5, 6, 8} {
+			d := gap(&raw, []float64{u0, 2 / (1 + math.Exp(-u0))}) - bulk
+			gaps = append(gaps, d)
+			worst[prior] = math.Max(worst[prior], math.Abs(d))
+		}
+		t.Logf("prior-and-θ fit %v: design radius %.2f, log π − log π̃ on the ridge at u₀ = 3, 4, 5, 6, 8 minus the bulk's: %.2f", prior, sur.Radius, gaps)
+		if prior {
+			withPrior = sur
+		}
+	}
+	if worst[true] > 1 {
+		t.Errorf("with the prior-and-θ fit, log π − log π̃ in the tail is up to %.2f nats off the bulk's, want ≤ 1", worst[true])
+	}
+	if !(worst[true] < worst[false]) {
+		t.Errorf("the prior-and-θ fit should follow the tail better: worst gap %.2f with it, %.2f in u alone", worst[true], worst[false])
+	}
+
+	const chains = 4
+	iters := 8000
+	if testing.Short() {
+		iters = 2000
+	}
+	ms := make([]*mala, chains)
+	newEst := func(c int) Estimator {
+		ms[c] = newMALA(target, []float64{1, 0, 0, 1}, q, 2)
+		ms[c].pInd, ms[c].sur = 1, withPrior
+		return ms[c]
+	}
+	trace := &Trace{}
+	_, err := Run(context.Background(), newEst, func(c int) Method { return ms[c] },
+		func(c int, u []float64) error { u[0], u[1] = 2+0.1*float64(c), 1; return nil }, 2,
+		Settings{Iterations: iters, Schedule: Constant(0.5), Chains: chains, Seed: 9, Recorder: trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ths, us [][]float64
+	for _, ch := range trace.Chains {
+		var th, u []float64
+		for i := 200; i < ch.Len(); i++ {
+			th = append(th, 1/(1+math.Exp(-ch.U[2*i])))
+			u = append(u, ch.U[2*i+1])
+		}
+		ths, us = append(ths, th), append(us, u)
+	}
+	for _, c := range []struct {
+		name string
+		x    [][]float64
+		want float64
+	}{{"E θ", ths, ridgeMean}, {"E u₁", us, 2 * ridgeMean}} {
+		n, m, m2 := 0.0, 0.0, 0.0
+		for _, ch := range c.x {
+			for _, v := range ch {
+				n++
+				m += v
+				m2 += v * v
+			}
+		}
+		m /= n
+		se := math.Sqrt((m2/n - m*m) / ksd.BulkESS(c.x))
+		t.Logf("%s = %.4f ± %.4f (exact %.4f)", c.name, m, se, c.want)
+		if math.Abs(m-c.want) > 4*se {
+			t.Errorf("%s = %.4f, want %.4f within 4 SE (%.4f)", c.name, m, c.want, 4*se)
+		}
+	}
+	acc, prop := 0, 0
+	for _, m := range ms {
+		acc += m.indAcc
+		prop += m.indProp
+	}
+	t.Logf("surrogate transitions accepted %.2f", float64(acc)/float64(prop))
 }
