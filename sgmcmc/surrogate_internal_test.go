@@ -71,21 +71,8 @@ func TestSurrogateExact(t *testing.T) {
 		if c.none {
 			sur = nil
 		}
-		const chains, iters = 4, 10000
 		counted := &countingTarget{est: target}
-		ms := make([]*mala, chains)
-		newEst := func(c int) Estimator {
-			ms[c] = newMALA(counted, []float64{1, 0, 0, 1}, q, 2)
-			ms[c].pInd, ms[c].sur = 1, sur
-			return ms[c]
-		}
-		trace := &Trace{}
-		_, err = Run(context.Background(), newEst, func(c int) Method { return ms[c] },
-			func(c int, u []float64) error { u[0], u[1] = 0.1*float64(c), 0.5; return nil }, 2,
-			Settings{Iterations: iters, Schedule: Constant(0.5), Chains: chains, Seed: 5, Recorder: trace})
-		if err != nil {
-			t.Fatal(err)
-		}
+		trace, acc := surrogateChains(t, counted, q, sur, []float64{0, 0.5}, 10000, 5)
 		stats := make([][][]float64, 3)
 		for _, ch := range trace.Chains {
 			var s [3][]float64
@@ -102,31 +89,17 @@ func TestSurrogateExact(t *testing.T) {
 		want := [3]float64{1, 0.5, 0.75}
 		names := [3]string{"E u₀²", "E u₁", "Var u₁"}
 		for k, cs := range stats {
-			n, m, m2 := 0.0, 0.0, 0.0
-			for _, ch := range cs {
-				for _, v := range ch {
-					n++
-					m += v
-					m2 += v * v
-				}
-			}
-			m /= n
-			se := math.Sqrt((m2/n - m*m) / ksd.BulkESS(cs))
+			m, se := meanSE(cs)
 			t.Logf("%s: %s %.4f ± %.4f (exact %.2f)", c.name, names[k], m, se, want[k])
 			if math.Abs(m-want[k]) > 4*se {
 				t.Errorf("%s: %s = %.4f, want %.2f within 4 SE (%.4f)", c.name, names[k], m, want[k], 4*se)
 			}
 		}
-		acc, prop := 0, 0
-		for _, m := range ms {
-			acc += m.indAcc
-			prop += m.indProp
-		}
-		t.Logf("%s: surrogate transitions accepted %.2f; %d gradients, %d log posteriors", c.name, float64(acc)/float64(prop), counted.grads, counted.logPosts)
-		if counted.grads > chains {
+		t.Logf("%s: surrogate transitions accepted %.2f; %d gradients, %d log posteriors", c.name, acc, counted.grads, counted.logPosts)
+		if counted.grads > len(trace.Chains) {
 			t.Errorf("%s: %d gradients: surrogate transitions need none (one per chain's start at most)", c.name, counted.grads)
 		}
-		accept[c.name] = float64(acc) / float64(prop)
+		accept[c.name] = acc
 	}
 	// π̃'s defensive share εq is accepted as q is; the rest nearly always.
 	if a, b := accept["fitted to the target"], accept["no surrogate (independence steps from q)"]; !(a > b+0.15) {
@@ -298,20 +271,7 @@ func TestSurrogatePriorTail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chains' exactness check runs without -short")
 	}
-	const chains, iters = 4, 8000
-	ms := make([]*mala, chains)
-	newEst := func(c int) Estimator {
-		ms[c] = newMALA(target, []float64{1, 0, 0, 1}, q, 2)
-		ms[c].pInd, ms[c].sur = 1, withPrior
-		return ms[c]
-	}
-	trace := &Trace{}
-	_, err := Run(context.Background(), newEst, func(c int) Method { return ms[c] },
-		func(c int, u []float64) error { u[0], u[1] = 2+0.1*float64(c), 1; return nil }, 2,
-		Settings{Iterations: iters, Schedule: Constant(0.5), Chains: chains, Seed: 9, Recorder: trace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	trace, acc := surrogateChains(t, target, q, withPrior, []float64{2, 1}, 8000, 9)
 	var ths, us [][]float64
 	for _, ch := range trace.Chains {
 		var th, u []float64
@@ -326,25 +286,54 @@ func TestSurrogatePriorTail(t *testing.T) {
 		x    [][]float64
 		want float64
 	}{{"E θ", ths, ridgeMean}, {"E u₁", us, 2 * ridgeMean}} {
-		n, m, m2 := 0.0, 0.0, 0.0
-		for _, ch := range c.x {
-			for _, v := range ch {
-				n++
-				m += v
-				m2 += v * v
-			}
-		}
-		m /= n
-		se := math.Sqrt((m2/n - m*m) / ksd.BulkESS(c.x))
+		m, se := meanSE(c.x)
 		t.Logf("%s = %.4f ± %.4f (exact %.4f)", c.name, m, se, c.want)
 		if math.Abs(m-c.want) > 4*se {
 			t.Errorf("%s = %.4f, want %.4f within 4 SE (%.4f)", c.name, m, c.want, 4*se)
 		}
+	}
+	t.Logf("surrogate transitions accepted %.2f", acc)
+}
+
+// surrogateChains runs 4 chains of surrogate transitions only (sur nil:
+// independence steps from q) on target for iters iterations from start
+// (chain c's first coordinate shifted by 0.1c) and returns their trace
+// and the transitions' acceptance rate.
+func surrogateChains(t *testing.T, target Estimator, q *tMixture, sur *Surrogate, start []float64, iters int, seed uint64) (*Trace, float64) {
+	t.Helper()
+	const chains = 4
+	ms := make([]*mala, chains)
+	newEst := func(c int) Estimator {
+		ms[c] = newMALA(target, []float64{1, 0, 0, 1}, q, 2)
+		ms[c].pInd, ms[c].sur = 1, sur
+		return ms[c]
+	}
+	trace := &Trace{}
+	_, err := Run(context.Background(), newEst, func(c int) Method { return ms[c] },
+		func(c int, u []float64) error { copy(u, start); u[0] += 0.1 * float64(c); return nil }, 2,
+		Settings{Iterations: iters, Schedule: Constant(0.5), Chains: chains, Seed: seed, Recorder: trace})
+	if err != nil {
+		t.Fatal(err)
 	}
 	acc, prop := 0, 0
 	for _, m := range ms {
 		acc += m.indAcc
 		prop += m.indProp
 	}
-	t.Logf("surrogate transitions accepted %.2f", float64(acc)/float64(prop))
+	return trace, float64(acc) / float64(prop)
+}
+
+// meanSE returns the mean of the chains' values and its standard error
+// by their bulk ESS.
+func meanSE(cs [][]float64) (m, se float64) {
+	n, m2 := 0.0, 0.0
+	for _, ch := range cs {
+		for _, v := range ch {
+			n++
+			m += v
+			m2 += v * v
+		}
+	}
+	m /= n
+	return m, math.Sqrt((m2/n - m*m) / ksd.BulkESS(cs))
 }
