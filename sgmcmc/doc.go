@@ -214,7 +214,12 @@
 //     estimate. The full-data path sizes its extensions by the
 //     autocorrelation time its draws so far measured (their number over
 //     the smallest ESS, scaled by the refitted proposal's 2H − 1 over the
-//     old one's), aiming at 1.2 × TargetESS. It also goes on while a
+//     old one's), aiming at 1.2 × TargetESS; after the pilot, no more
+//     than the last segment's own autocorrelation time asks for, with
+//     the draws so far counted at theirs (n draws of time τ_k each make
+//     ESS (Σn)²/Σnτ): the pilot's surrogate knows the importance points
+//     only and its stays in a tail weigh on the ESS of all draws long
+//     after the refitted one mixes well. It also goes on while a
 //     chain of the last segment stood at one point for 20 iterations and
 //     2% of the segment or more (longestStay): a point where the
 //     proposals have far too little mass, a part of the posterior the

@@ -271,7 +271,18 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			}
 		}
 		if pr.Gradient == FullGradient {
-			iters = max(f.fullExtension(post, logPost, ess, retarget), f.s.Thin*cheapMore)
+			// The last segment's own ESS, when there were segments before
+			// it: how the chains mix now (see fullExtension).
+			last := segment{ess: math.NaN()}
+			if seg > 0 {
+				segNat := make([][]float64, len(trace.Chains))
+				for c, ch := range trace.Chains {
+					segNat[c] = ch.Natural
+					last.kept += len(ch.Natural) / len(names)
+				}
+				last.ess, _ = convergence(&Posterior{Natural: segNat}, len(names))
+			}
+			iters = max(f.fullExtension(post, logPost, ess, last, retarget), f.s.Thin*cheapMore)
 		} else {
 			// Enough for the ESS target, and at least half as many again
 			// when only R-hat is short.
@@ -802,37 +813,57 @@ func (s *segmented) Record(d *Draw) error {
 
 func (s *segmented) Done(*Result) error { return nil }
 
+// segment is the draws (over all chains) and the smallest bulk or tail
+// ESS of the last sampling segment alone (ess NaN: no earlier segment).
+type segment struct {
+	kept int
+	ess  float64
+}
+
 // fullExtension returns the iterations per chain (thinned ones included)
 // of the next segment of FullGradient's chains, whose smallest ESS over
 // their draws so far is ess, after refitting their independence proposal
 // to those draws (retarget non-nil) when that shortens its holding time.
-// The draws so far measure the chains' autocorrelation time: their number
-// over ess, scaled by the ratio of the new proposal's and the old one's
-// 2H − 1 (holding times H cross-validated on the same draws) when it is
-// refitted. The segment adds fullExtendMargin·TargetESS − ess effective
-// draws at that time, and at least half the draws so far when only R-hat
-// is short. (The a-priori independenceIAT, twice 2H − 1, planned 271 more
-// iterations per chain for GARCH on DAX after a first segment of 150 at
-// ESS 202, and the run ended at ESS 706; the draws so far measured 2.97.)
+// The segment adds fullExtendMargin·TargetESS − ess effective draws, and
+// at least half the draws so far (all an R-hat-only extension gets).
+//
+// Its autocorrelation time: the draws so far over ess, scaled by the ratio
+// of the new proposal's and the old one's 2H − 1 (holding times H
+// cross-validated on the same draws) when it is refitted. (The a-priori
+// independenceIAT, twice 2H − 1, planned 271 more iterations per chain
+// for GARCH on DAX after a first segment of 150 at ESS 202, and the run
+// ended at ESS 706; the draws so far measured 2.97.) After the first
+// segment the chains' past is not their future: the first segment's
+// surrogate knows the importance points only, and its long stays in a
+// tail (GARCH on DAX, seed 7: 10–14 iterations at μ ≈ 1.9) weigh on the
+// ESS of all draws long after the refitted surrogate mixes well (seed 7:
+// ESS 115 over the 1,800 draws of two segments, 492 over the second's
+// 1,200). So the extension is the shorter of that and what a model of
+// the ESS of segments with different autocorrelation times asks for: n
+// draws of time τ_k each make ESS (Σn)²/Σ nτ, the draws so far count
+// with Σ nτ = N²/ess, and the new ones with the last segment's τ (its
+// draws over its own ESS, scaled as above).
+//
 // Smaller extensions were tried (aiming at 1.05·TargetESS, at most
 // doubling the draws, and sizing an R-hat-only one by R̂² − 1 ∝ 1/n):
 // they saved 3–10 s on GARCH, but the LGSSM on the S&P 500 returns then
 // stopped after 3,825 iterations per chain with R-hat 1.006 and bulk ESS
 // ≥ 1,311 and sds 0.86–0.94 of the reference, its chains not yet in the
 // tails that the 18 s run of this rule reaches (ratios 1.02–1.06).
-func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, retarget func(*tMixture, *Surrogate, float64)) int {
+func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, last segment, retarget func(*tMixture, *Surrogate, float64)) int {
 	pr := &f.prep
 	kept := 0
 	for _, u := range post.U {
 		kept += len(u) / f.dim
 	}
 	iat := float64(kept) / math.Max(ess, 1)
+	gain := 1.0 // the refitted proposal's autocorrelation time over the old one's
 	if retarget != nil && pr.Proposal != nil {
 		q, hold, old := f.refitProposal(post.U, logPost)
 		if q != nil {
 			pr.Proposal = q.components()
 			post.Preparation.Proposal = pr.Proposal
-			iat *= math.Min(1, (2*hold-1)/(2*old-1))
+			gain = math.Min(1, (2*hold-1)/(2*old-1))
 		}
 		if pr.Surrogate != nil || f.isPts.xs != nil {
 			f.setSurrogate(f.refitSurrogate(post.U, logPost))
@@ -841,10 +872,27 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, r
 		}
 		retarget(mixtureOf(pr.Proposal), pr.Surrogate, pr.Independence)
 	}
+	iat *= gain
 	pr.IAT, post.Preparation.IAT = iat, iat
-	target := float64(f.s.TargetESS)
-	more := math.Max((fullExtendMargin*target-ess)*iat, 0.5*float64(kept))
+	target := fullExtendMargin * float64(f.s.TargetESS)
+	more := math.Max(target-ess, 0) * iat
+	if n := float64(kept); last.kept > 0 && last.kept < kept && last.ess > 0 && ess < target {
+		tau := gain * float64(last.kept) / last.ess
+		more = math.Min(more, segmentsMore(n, n*n/math.Max(ess, 1), tau, target))
+	}
+	more = math.Max(more, 0.5*float64(kept))
 	return f.s.Thin * min(50000, max(fullMinExtend, int(math.Ceil(more/float64(f.s.Chains)))))
+}
+
+// segmentsMore returns the draws x of autocorrelation time tau that bring
+// n draws whose Σ n_kτ_k is s to ESS target: (n + x)²/(s + xτ) = target.
+func segmentsMore(n, s, tau, target float64) float64 {
+	b := 2*n - target*tau
+	c := n*n - target*s // < 0 while n²/s = ESS < target
+	if c >= 0 {
+		return 0
+	}
+	return (-b + math.Sqrt(b*b-4*c)) / 2
 }
 
 // checkpointEvery returns the iterations between a checkpointed run's
