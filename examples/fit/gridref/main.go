@@ -86,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	newtonIters := fs.Int("newton", 0, "at most this many Newton iterations (default 40; garch 12)")
 	adapt := fs.Int("adapt", 0, "adaptation rounds before the final importance sample: each draws -nadapt points and moves the proposal to their weighted mean and covariance")
 	nadapt := fs.Int("nadapt", 0, "draws per adaptation round (default n/4)")
+	proposal := fs.String("proposal", "", "CSV of posterior draws (natural parameters, columns named as the model's, e.g. a fit's trace.csv): the final importance sample's t_5 sits at their mean and 1.3² times their covariance in u (after any -adapt rounds, which it replaces)")
 	mcmc := fs.Int("mcmc", 0, "if positive, the posterior from 4 random-walk Metropolis chains of this many iterations (the second halves kept), started at importance draws, proposal covariance 2.38²/d times the importance sample's")
 	jsonOut := fs.Bool("json", false, "print one JSON object to stdout instead of the text report")
 	simT := fs.Int("simulate", 0, "lgssm: if positive, simulate this many observations at phi = 0.9, sigma = 0.7, tau = 1 (with -seed), write them to -write and fit them")
@@ -110,6 +111,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *nadapt == 0 {
 		*nadapt = max(*n/4, 10)
+	}
+	if *proposal != "" && *adapt > 0 {
+		return errors.New("-proposal replaces the -adapt rounds: give one of them")
 	}
 	if *mcmc < 0 || (*mcmc > 0 && *mcmc < 100) {
 		return fmt.Errorf("-mcmc = %d: want 0 or at least 100 iterations", *mcmc)
@@ -270,7 +274,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	// Importance sampling from t_5(mode, 1.5² Σ), or after -adapt rounds
 	// from t_5 at the last round's weighted mean and 1.3² times its
-	// weighted covariance.
+	// weighted covariance, or from t_5 at the mean and 1.3² times the
+	// covariance of -proposal's draws.
 	centre, scale, roundESS := mode, 1.5, []float64{}
 	for r := range *adapt {
 		is, err := importanceSample(m, logpost, centre, cov, scale, 5, *nadapt, *seed+uint64(r+1)<<40)
@@ -285,6 +290,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "adaptation round %d: %d draws, ESS %.1f\n", r+1, *nadapt, is.ESS)
 		if centre, cov, err = weightedMoments(is); err != nil {
 			return fmt.Errorf("adaptation round %d: %v", r+1, err)
+		}
+		scale = 1.3
+	}
+	if *proposal != "" {
+		if centre, cov, err = drawsProposal(m, *proposal); err != nil {
+			return err
 		}
 		scale = 1.3
 	}
