@@ -273,7 +273,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if pr.Gradient == FullGradient {
 			// The last segment's own ESS, when there were segments before
 			// it: how the chains mix now (see fullExtension).
-			last := segment{ess: math.NaN()}
+			var last segment
 			if seg > 0 {
 				segNat := make([][]float64, len(trace.Chains))
 				for c, ch := range trace.Chains {
@@ -814,7 +814,7 @@ func (s *segmented) Record(d *Draw) error {
 func (s *segmented) Done(*Result) error { return nil }
 
 // segment is the draws (over all chains) and the smallest bulk or tail
-// ESS of the last sampling segment alone (ess NaN: no earlier segment).
+// ESS of the last sampling segment alone (kept 0: no earlier segment).
 type segment struct {
 	kept int
 	ess  float64
