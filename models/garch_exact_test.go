@@ -577,18 +577,29 @@ func TestGARCHNodes(t *testing.T) {
 	if ref, _ := garchExactScore(nil, u, seq, w, 96); err != nil || fine != ref {
 		t.Errorf("Refine 96: RefinedLogLik %v (%v), want %v", fine, err, ref)
 	}
-	// The defaults coarsen to 32 nodes, refined by Richardson's
-	// extrapolation (8ℓ₆₄ − ℓ₃₂)/7, which coarsen no further.
+	// The defaults coarsen to 32 nodes and then to 24, both refined by
+	// Richardson's extrapolation (8ℓ₆₄ − ℓ₃₂)/7, which coarsen no further.
 	c, ok := (GARCH{}).Coarsen()
 	if want := (coarseGARCH{GARCH{Nodes: 32}}); !ok || c != want {
 		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want %+v", c, ok, want)
 	}
-	if c2, ok := c.(ssm.Coarsener).Coarsen(); ok {
-		t.Errorf("32 nodes' Coarsen() = %+v: want none", c2)
+	c24, ok := c.(ssm.Coarsener).Coarsen()
+	if want := (coarseGARCH{GARCH{Nodes: 24}}); !ok || c24 != want {
+		t.Errorf("32 nodes' Coarsen() = %+v, %v; want %+v", c24, ok, want)
+	}
+	if c3, ok := c24.(ssm.Coarsener).Coarsen(); ok {
+		t.Errorf("24 nodes' Coarsen() = %+v: want none", c3)
+	}
+	// The prior goes down the levels.
+	pr := DefaultGARCHPrior()
+	if c, ok := (GARCH{Prior: &pr}).Coarsen(); ok {
+		if c24, ok := c.(ssm.Coarsener).Coarsen(); !ok || c24.(coarseGARCH).Prior != ssm.Prior(&pr) {
+			t.Errorf("24 nodes' Prior = %v, want the model's", c24)
+		}
 	}
 	l32, _ := garchExactScore(nil, u, seq, w, 32)
 	l64, _ := garchExactScore(nil, u, seq, w, 64)
-	for _, m := range []ssm.Model{c} {
+	for _, m := range []ssm.Model{c, c24} {
 		ll, err := m.(ssm.ExactScorer).ExactScore(nil, u, seq, w)
 		ref, _ := garchExactScore(nil, u, seq, w, m.(coarseGARCH).Nodes)
 		fine, err2 := m.(ssm.RefinedScorer).RefinedLogLik(u, seq, w)

@@ -59,6 +59,14 @@ const quadTrust = 4.0
 // the check after sampling then measures.
 const quadMaxLOO = 0.15
 
+// quadMaxLOODeep is quadMaxLOO for a deeper level, which only buys
+// speed: GARCH at 24 nodes fits to 0.033 nats on DAX, and the draws
+// checked after sampling left the means within 0.09 sd of the finer
+// scorer's posterior over eight seeds; on a simulated series (T = 2000)
+// it fitted to 0.082 nats and left μ's mean 0.14 ± 0.03 sd off (32
+// nodes there: 0.038 nats, 0.02 sd).
+const quadMaxLOODeep = 0.05
+
 // coarseMaxTilt is the largest whitened slope |a_k| (nats per posterior
 // sd) of a deeper level's correction: the fit then carries the level's
 // posterior less than about this many sds to the target's.
@@ -246,7 +254,7 @@ func lowerMul(a, b []float64, p int) []float64 {
 // Gaussian approximation (the preparation's Laplace approximation times
 // its correction), which the importance sampling starts from. A deeper
 // level (the model on trial coarsened again) is valid, given level 1,
-// when its own fit's leave-one-out error is at most quadMaxLOO, its
+// when its own fit's leave-one-out error is at most quadMaxLOODeep, its
 // slopes at most coarseMaxTilt and its curvatures at most
 // discretisationMaxCurve.
 func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []float64) (retry bool, err error) {
@@ -309,11 +317,11 @@ func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []fl
 	choose := 0
 	for i := len(fits) - 1; i > 0; i-- {
 		q := fits[i]
-		if q.loo <= quadMaxLOO && maxAbs(q.a) <= coarseMaxTilt && maxEigen(q.b, p) <= discretisationMaxCurve {
+		if q.loo <= quadMaxLOODeep && maxAbs(q.a) <= coarseMaxTilt && maxEigen(q.b, p) <= discretisationMaxCurve {
 			choose = i
 			break
 		}
-		f.log("coarsening level %d not used: leave-one-out error %.3f nats (at most %.2f), slopes %.3f (at most %.1f), largest curvature %.3f", i+1, q.loo, quadMaxLOO, q.a, coarseMaxTilt, maxEigen(q.b, p))
+		f.log("coarsening level %d not used: leave-one-out error %.3f nats (at most %.2f), slopes %.3f (at most %.1f), largest curvature %.3f", i+1, q.loo, quadMaxLOODeep, q.a, coarseMaxTilt, maxEigen(q.b, p))
 	}
 	q := fits[choose]
 	curve := make([]float64, p)
