@@ -129,19 +129,21 @@ func BenchmarkGARCHExact(b *testing.B) {
 // BenchmarkGARCHExactFull is one full-data pass over all 1859 DAX returns
 // near the posterior mode, with the gradient (a full-data score) and
 // without it (the log-likelihood alone, what an independence proposal of
-// sgmcmc's FullGradient chains needs).
+// sgmcmc's FullGradient chains needs), at the default 64 nodes and at
+// the coarser levels sgmcmc.Fit samples where it can (Coarsen: 32, 24).
 func BenchmarkGARCHExactFull(b *testing.B) {
 	seq := gxDAX(b, 5000)
 	T := seq.Len()
 	w := ssm.Window{Start: 0, End: T, KeepStart: 0, KeepEnd: T}
 	for _, c := range []struct {
-		name string
-		grad []float64
-	}{{"score", make([]float64, 4)}, {"loglik", nil}} {
+		name  string
+		grad  []float64
+		nodes int
+	}{{"score", make([]float64, 4), 0}, {"loglik", nil, 0}, {"loglik-32", nil, 32}, {"loglik-24", nil, 24}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := (GARCH{}).ExactScore(c.grad, gxU0[:], seq, w); err != nil {
+				if _, err := (GARCH{Nodes: c.nodes}).ExactScore(c.grad, gxU0[:], seq, w); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -143,8 +143,9 @@
 //     weighted draws' whitened u, r_θ the same for the log-likelihood
 //     log π − log p in the natural parameters θ, plus the exact log prior
 //     (whose Jacobian is the posterior's tail where a parameter's
-//     likelihood flattens at its bound, GARCH's μ → 2), each capped at the
-//     largest fitted log π − log q; when its leave-one-out holding time is
+//     likelihood flattens at its bound, GARCH's μ → 2), capped at the
+//     largest fitted log π − log q plus 0.5 (r_u) and 2 (r_θ, whose tail
+//     is the exact prior's); when its leave-one-out holding time is
 //     shorter than q's, every independence step becomes a surrogate
 //     transition (Liu 2001; delayed acceptance, Christen and Fox 2005):
 //     20 Metropolis steps on π̃ (independence steps from q and random
@@ -188,8 +189,11 @@
 //     around u*, out to 3 sds along the axes (chooseCoarse): r is fitted
 //     by a·z + ½zᵀBz + Σ_k d_k z_k³, whose leave-one-out error says how
 //     well it holds. The chains sample the coarsest level whose fit holds
-//     (GARCH on DAX: 32 nodes, a third of 64's cost, leave-one-out error
-//     0.019 nats) when the first level's correction moves no mean by
+//     (to 0.15 nats for the first level, 0.05 for a deeper one, which
+//     only buys speed; GARCH on DAX: 24 nodes, 0.033 nats, two thirds of
+//     32's cost and a fifth of 64's; on a simulated series, where 24
+//     nodes fit to 0.08 nats and left μ's mean 0.14 sd off, 32 nodes at
+//     0.038) when the first level's correction moves no mean by
 //     more than 0.5 sd; beyond 4 whitened sds the curved part is held at
 //     its value on the sphere, so that a curvature fitted near u* cannot
 //     lift a far tail. Otherwise the preparation continues at
@@ -219,7 +223,9 @@
 //     the draws so far counted at theirs (n draws of time τ_k each make
 //     ESS (Σn)²/Σnτ): the pilot's surrogate knows the importance points
 //     only and its stays in a tail weigh on the ESS of all draws long
-//     after the refitted one mixes well. It also goes on while a
+//     after the refitted one mixes well; and no fewer than a quarter of
+//     the draws so far (half when only R-hat falls short). It also goes
+//     on while a
 //     chain of the last segment stood at one point for 20 iterations and
 //     2% of the segment or more (longestStay): a point where the
 //     proposals have far too little mass, a part of the posterior the

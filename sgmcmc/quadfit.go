@@ -14,8 +14,8 @@ import (
 // A coarser model (ssm.Coarsener) is judged on one design of points
 // around the preparation's mode u*, in whitened coordinates
 // z = L⁻¹(u − u*) (quadDesign): the finer scorer once per point, and
-// every coarser level's exact scorer (GARCH offers one: 32 nodes,
-// refined by Richardson's extrapolation from 32 and 64). For each level
+// every coarser level's exact scorer (GARCH offers two: 32 nodes, then
+// 24, both refined by Richardson's extrapolation from 32 and 64). For each level
 // the difference r = ℓ_refined − ℓ_level is fitted by a quadratic with
 // cubes along the axes, c + a·z + ½ zᵀBz + Σ d_k z_k³ (least squares;
 // fitQuad), whose leave-one-out errors say how well it represents r out

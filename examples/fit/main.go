@@ -77,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return; with -id, of each sequence)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
-	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64; for the coarser 32, Richardson's extrapolation from 32 and 64) and warns when that correction is large")
+	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 or 24 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64; for the coarser 32 and 24, Richardson's extrapolation from 32 and 64) and warns when that correction is large")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise; the sampling is then one planned segment (no proposal refit, no extensions), so the draws differ from a run without it; the summary covers every draw of the run, and a finished run's is printed again (FILE, FILE.prep and FILE.draws hold the state)")
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object to stdout instead of the text report")
