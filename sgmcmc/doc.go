@@ -154,9 +154,11 @@
 //     Langevin steps give way to random-walk steps on π (10%, log
 //     posteriors only): no gradient at all. The surrogate is refitted
 //     with q between segments, to the rounds' points and the chains'
-//     draws; from the third round on, a surrogate whose leave-one-out
+//     draws; from the fourth round on, a surrogate whose leave-one-out
 //     holding time is at most 1.3 ends the rounds (GARCH on DAX:
-//     acceptance 0.62 → 0.86, 300 log posteriors instead of 600). The
+//     acceptance 0.62 → 0.86, 400 log posteriors instead of 600; from
+//     the third, on 300 points, the first segment mixed poorly on some
+//     seeds). The
 //     control variate is also
 //     probed on the 0.99 contour of N(u*, M) and dropped where its noise
 //     there would inject more than ten times the diffusion's variance
