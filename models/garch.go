@@ -111,17 +111,18 @@ const garchCoarsestG = 24
 // Coarsen implements ssm.Coarsener: at 32 nodes, the same model at 24
 // (with the same RefinedLogLik); none coarser. A pass over the DAX
 // returns costs 16.7 ms at 24 nodes against 25.1 at 32 and 77.4 at 64
-// (BenchmarkGARCHExactFull on session 27's host). The discretisation error at 24 nodes is
-// about (32/24)³ = 2.4 times 32's, and sgmcmc.Fit samples this level
-// only where its correction's fit holds on the design it measures every
-// level on: on DAX its leave-one-out error is 0.033 nats (32 nodes:
-// 0.020; 16: 0.158, where the corrected chains narrowed μ's sd on a
-// simulated series) and the draws checked against the finer scorer
-// after sampling left the means within 0.09 sd of its posterior's (seeds
-// 1–8). On a simulated series (T = 2000) it fits to 0.082 nats, beyond
-// what Fit accepts for a deeper level (0.05), and the fit samples 32
-// nodes there. 20 nodes (0.060 nats on DAX, 12.5 ms) left μ's mean 0.17
-// ± 0.07 sd off on one seed and are not offered.
+// (BenchmarkGARCHExactFull on session 27's host). The discretisation
+// error at 24 nodes is about (32/24)³ = 2.4 times 32's, and sgmcmc.Fit
+// samples this level only where its correction's fit holds on the
+// design it measures every level on: on DAX its leave-one-out error is
+// 0.033 nats (32 nodes: 0.020; 16: 0.158, and 0.233 on a simulated
+// series where the corrected chains narrowed μ's sd) and the draws
+// checked against the finer scorer after sampling left the means within
+// 0.09 sd of its posterior's (seeds 1–8). On a simulated series (T =
+// 2000) it fits to 0.082 nats, beyond what Fit accepts for a deeper
+// level (0.05), and the fit samples 32 nodes there. 20 nodes (0.060
+// nats on DAX, 12.5 ms) left μ's mean 0.17 ± 0.07 sd off on one seed
+// and are not offered.
 func (m coarseGARCH) Coarsen() (ssm.Model, bool) {
 	if m.Nodes != garchExactG/2 {
 		return nil, false

@@ -939,8 +939,8 @@ const checkpointPeriod = 20 * time.Second
 // only R-hat falls short, and fullESSExtend the least one when the ESS
 // does: the ESS model sizes it then (half the draws so far, as for
 // R-hat, took GARCH on DAX from an ESS of 378 at 1,800 draws to 900 more
-// draws where 450 did; seeds 1–8: 198 s in all with a quarter against
-// 204 s, the slowest 35.1 s either way). The LGSSM on the S&P 500
+// draws where 450 did; seeds 1–8: 201 s in all against 204 s, the
+// slowest 35.2 s and 35.4 s). The LGSSM on the S&P 500
 // returns, which stopped short of its tails with smaller extensions,
 // is run on by cheapMore.
 const (
