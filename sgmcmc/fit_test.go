@@ -344,7 +344,8 @@ func testFitResume(t *testing.T, g sgmcmc.Gradient) {
 // BenchmarkFit times whole fits at fixed iterations (Iterations 1000 and
 // three adaptation windows of 100 per chain, 4 chains, no KSD) on the
 // simulated LGSSM series: exact Kalman gradients, a particle filter and
-// the grid filter on one and on two workers (the parallel throughput).
+// the grid filter on one and on two workers (the parallel throughput);
+// and GARCH on the DAX returns at 300 iterations per chain.
 func BenchmarkFit(b *testing.B) {
 	data := lgssmSim(b)
 	for _, c := range []struct {
@@ -366,6 +367,23 @@ func BenchmarkFit(b *testing.B) {
 			}
 		})
 	}
+	// GARCH on the DAX returns with the defaults but 300 iterations per
+	// chain in one segment: the preparation (Newton, the discretisation
+	// design, importance sampling) and 1,200 exact Metropolis–Hastings
+	// steps at the level the fit chooses (24 nodes).
+	b.Run("garch/dax/iters=300", func(b *testing.B) {
+		seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		dax := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+		s := sgmcmc.FitSettings{Iterations: 300, KSDDraws: -1, Seed: 1}
+		for b.Loop() {
+			if _, err := sgmcmc.Fit(context.Background(), models.GARCH{}, dax, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // TestFitRejectsBadData: ±Inf (which memory-mapped data bring unchecked)
