@@ -139,7 +139,7 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	got, err := f.model.(ssm.ExactScorer).ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
 	want, err2 := models.GARCH{Nodes: 24}.ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
 	if !dc.Coarse || dc.Level != 2 || len(dc.Shift) != 4 || mx > coarseMaxShift || err != nil || err2 != nil || got != want || f.user != (models.GARCH{}) {
-		t.Errorf("GARCH on DAX: coarse %v, level %d, discretisation shift %v, chains' model %+v (log-likelihood %v, %v; 32 nodes' %v): want level 2 (24 nodes) with 4 shifts below %v sd",
+		t.Errorf("GARCH on DAX: coarse %v, level %d, discretisation shift %v, chains' model %+v (log-likelihood %v, %v; 24 nodes' %v): want level 2 (24 nodes) with 4 shifts below %v sd",
 			dc.Coarse, dc.Level, dc.Shift, f.model, got, err, want, coarseMaxShift)
 	}
 	// A fall-back to particle filters drops the correction and the

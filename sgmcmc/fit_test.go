@@ -168,7 +168,7 @@ func TestFitShortSeries(t *testing.T) {
 }
 
 // daxSeq reads testdata/dax_returns.csv.
-func daxSeq(t *testing.T) ssm.Sequence {
+func daxSeq(t testing.TB) ssm.Sequence {
 	t.Helper()
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
 	if err != nil {
@@ -372,11 +372,7 @@ func BenchmarkFit(b *testing.B) {
 	// design, importance sampling) and 1,200 exact Metropolis–Hastings
 	// steps at the level the fit chooses (24 nodes).
 	b.Run("garch/dax/iters=300", func(b *testing.B) {
-		seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "dax_returns.csv"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		dax := ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+		dax := ssm.Dataset{Sequences: []ssm.Sequence{daxSeq(b)}}
 		s := sgmcmc.FitSettings{Iterations: 300, KSDDraws: -1, Seed: 1}
 		for b.Loop() {
 			if _, err := sgmcmc.Fit(context.Background(), models.GARCH{}, dax, s); err != nil {

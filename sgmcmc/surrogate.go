@@ -462,10 +462,11 @@ func fitPart(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase) (s *
 	if s.Alpha == nil {
 		return nil, nil, nil, nil, errors.New("the Gaussian process's design is singular")
 	}
-	s.Cap = slices.Max(y) + surCapMargin
+	margin := surCapMargin
 	if base != nil {
-		s.Cap = slices.Max(y) + surCapMarginNatural
+		margin = surCapMarginNatural
 	}
+	s.Cap = slices.Max(y) + margin
 	pred = make([]float64, n)
 	for j := range bestLOO { // bestLOO is a residual of y − yb
 		pred[j] = math.Min(y[j]-bestLOO[j], s.Cap)
