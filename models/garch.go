@@ -111,7 +111,7 @@ const garchCoarsestG = 24
 // Coarsen implements ssm.Coarsener: at 32 nodes, the same model at 24
 // (with the same RefinedLogLik); none coarser. A pass over the DAX
 // returns costs 16.7 ms at 24 nodes against 25.1 at 32 and 77.4 at 64
-// (BenchmarkGARCHExactFull on session 27's host). The discretisation
+// (BenchmarkGARCHExactFull on a 2-core machine). The discretisation
 // error at 24 nodes is about (32/24)³ = 2.4 times 32's, and sgmcmc.Fit
 // samples this level only where its correction's fit holds on the
 // design it measures every level on: on DAX its leave-one-out error is
