@@ -357,8 +357,8 @@ type Preparation struct {
 	NoisePlain               []float64 // W of the plain estimator, row-major (posterior scale)
 	NoiseCV                  []float64 // W of the control-variate estimator
 	LambdaPlain, LambdaCV    float64   // their largest eigenvalues
-	CostPlain, CostCV        float64   // seconds per gradient of each (one worker): CostPlain measured, CostCV = 2 or 3 × CostPlain (filters per control-variate gradient)
-	CostFull                 float64   // estimated seconds per full-data score, T/(S+2B) windows (0: not deterministic)
+	CostPlain, CostCV        float64   // counted cost per gradient of each, in nominal seconds of one worker of a reference machine (never timed: see cost.go); CostCV is 2 or 3 windows of the control variate's filter
+	CostFull                 float64   // counted cost per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
 	Accept                   float64   // FullGradient: the Langevin (with a Surrogate, random-walk) proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
 	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala; after importance sampling, the expected one until the sampling measures it)
@@ -2858,19 +2858,6 @@ const (
 	sgldMinIters = 500
 )
 
-// Extensions past the planned ones (Fit's sampling segments): while the
-// chains fall short of TargetESS or R-hat, sampling continues up to
-// maxSegments segments as long as the sampling so far took less than
-// cheapSampling. The projected lengths rest on autocorrelation times
-// measured on short runs, which a curved posterior makes optimistic (the
-// LGSSM on the S&P 500 returns, a ridge along φσ²: refitted proposals
-// promised holding times of 1.4–1.7 and delivered 4–16), and when a whole
-// run costs seconds, stopping short of the target with a warning serves
-// no one.
-const (
-	maxSegments   = 12
-	cheapSampling = 60 * time.Second
-)
 
 // extendMax bounds an extension to this many times the iterations per
 // chain so far (see Fit's segments).
@@ -3101,18 +3088,16 @@ func sandwich(l, v []float64) []float64 {
 // (filter gset) and two independent control-variate differences g_S(u) −
 // g_S(u*) with common random numbers within each (filter cvset). It
 // returns per point the difference of the two plain estimates and of the
-// two control-variate differences, the measured seconds per plain
-// gradient and the control variate's cost: cvFilters (2, or 3 with the
-// second-order term's directional difference) times the plain one. The
-// ratio is counted, not timed, so that the plan (chooseGradient, in which
-// only ratios of costs matter) is the same on every run with the same
-// seed: timed, the control variate of the LGSSM's Kalman windows
-// (0.01 ms) measured 0.06 ms on one run of four, enough to switch that
-// run to full-data chains with other draws.
+// two control-variate differences, and the counted cost (windowCost) of
+// a plain gradient and of a control-variate one: cvFilters (2, or 3 with
+// the second-order term's directional difference) windows of its filter.
+// Costs are counted, not timed, so that the plan is the same on every run
+// with the same seed: timed, the control variate of the LGSSM's Kalman
+// windows (0.01 ms) measured 0.06 ms on one run of four, enough to switch
+// that run to full-data chains with other draws.
 func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPlain, dCV [][]float64, costPlain, costCV float64, err error) {
 	p, K := f.dim, len(points)
 	dPlain, dCV = make([][]float64, K), make([][]float64, K)
-	t0 := time.Now()
 	err = f.parallel(K, f.gset, func(est *gradient.Estimator, k int) error {
 		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
 		g0, g1 := make([]float64, p), make([]float64, p)
@@ -3131,8 +3116,6 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
 	}
-	workers := float64(min(f.s.Workers, K))
-	costPlain = time.Since(t0).Seconds() * workers / float64(2*K)
 	err = f.parallel(K, f.cvset, func(est *gradient.Estimator, k int) error {
 		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)+1<<32))
 		cv, err := f.newCV(est)
@@ -3155,7 +3138,7 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
 	}
-	return dPlain, dCV, costPlain, f.cvFilters() * costPlain, nil
+	return dPlain, dCV, f.windowCost(f.gset), f.cvFilters() * f.windowCost(f.cvset), nil
 }
 
 func maxEigen(w []float64, p int) float64 {

@@ -250,7 +250,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			user.offset += iters
 		}
 		done += iters
-		if seg >= lastSeg && (seg+1 >= maxSegments || post.Sampling >= cheapSampling) || runErr != nil || stopped > 0 ||
+		if seg >= lastSeg && (seg+1 >= maxSegments || float64(done*f.s.Chains)*f.iterCost() >= cheapSampling) || runErr != nil || stopped > 0 ||
 			f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(res, post) {
 			break
 		}
@@ -263,7 +263,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		stuck = pr.Gradient == FullGradient && stay >= max(stayLimit, int(stayFrac*float64(iters)))
 		cheapMore := 0
 		if ess >= float64(f.s.TargetESS) && rhat <= 1.01 {
-			if cheapMore = f.cheapMore(post, done); !stuck && cheapMore == 0 {
+			if cheapMore = f.cheapMore(done); !stuck && cheapMore == 0 {
 				break
 			}
 			if stuck {
@@ -1031,36 +1031,3 @@ func longestStay(us [][]float64, p int) (n, chain int) {
 	return n, chain
 }
 
-// cheapMore returns the iterations per chain that take FullGradient's
-// chains to MinIterations (0: cheapIters) when that costs less than cheapWall of sampling
-// at the rate so far (0: none). ESS and R-hat reach their targets within
-// a few hundred iterations of independence-type steps, before the chains
-// have found a tail their proposals barely reach (the LGSSM on the S&P
-// 500 returns: sds 0.65–0.88 of the reference on half of eight seeds
-// after 5–10 s; 0.91–1.05 on all eight when run on to 10,000
-// iterations per chain, 0.82–0.95 on four of them at 5,000); where
-// iterations cost well under a millisecond, running on costs seconds.
-func (f *fit) cheapMore(post *Posterior, done int) int {
-	least := f.s.MinIterations
-	if least == 0 {
-		least = cheapIters
-	}
-	if f.prep.Gradient != FullGradient || done >= least || done == 0 {
-		return 0
-	}
-	more := least - done
-	if post.Sampling.Seconds()*float64(more)/float64(done) > cheapWall.Seconds() {
-		return 0
-	}
-	f.log("cheap chains: running on towards %d iterations per chain", least)
-	return more
-}
-
-// cheapIters and cheapWall: see cheapMore. The rate is the first
-// segments' and the projection is wall time: at 8 s the LGSSM on the S&P
-// 500 (seed 6, a projection near 8 s) ran on in one fit and stopped at
-// 5 s with sds 0.72 of the reference in the next.
-const (
-	cheapIters = 10000
-	cheapWall  = 15 * time.Second
-)

@@ -112,6 +112,17 @@ type ExactScorer interface {
 	ExactScore(grad []float64, u []float64, seq Sequence, w Window) (float64, error)
 }
 
+// Coster is an optional capability of an ExactScorer: ScoreCost returns
+// the work of ExactScore per observation, in nanoseconds of a reference
+// machine (one core of a 2-core x86-64 machine, where a scalar Kalman step
+// with its score is about 60). sgmcmc.Fit plans its run in such counted
+// work, never in measured seconds, so that a seed gives the same draws on
+// any machine, idle or busy. Without it an ExactScorer with a d-dimensional
+// state counts 60·d³.
+type Coster interface {
+	ScoreCost() float64
+}
+
 // RefinedScorer is an optional capability of an ExactScorer that is exact
 // only up to a discretisation (GARCH's filter on σ² nodes): RefinedLogLik
 // returns the same log-likelihood as ExactScore at a finer one (GARCH:
