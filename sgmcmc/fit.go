@@ -2858,7 +2858,6 @@ const (
 	sgldMinIters = 500
 )
 
-
 // extendMax bounds an extension to this many times the iterations per
 // chain so far (see Fit's segments).
 const extendMax = 2

@@ -1030,4 +1030,3 @@ func longestStay(us [][]float64, p int) (n, chain int) {
 	}
 	return n, chain
 }
-
