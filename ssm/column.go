@@ -1,6 +1,7 @@
 package ssm
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -56,10 +57,14 @@ func ParseCSVColumn(spec string) (CSVColumn, error) {
 // both of Name and Index set, or a negative Index, gives an error that does
 // not wrap ErrData. Read never panics.
 func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
+	return c.read(r, nil)
+}
+
+func (c CSVColumn) read(r io.Reader, n *csvNotes) (Sequence, error) {
 	if (c.Name == "") == (c.Index == 0) || c.Index < 0 {
 		return Sequence{}, fmt.Errorf("ssm: CSVColumn{Name: %q, Index: %d}: set exactly one of Name and a positive Index", c.Name, c.Index)
 	}
-	cr := newCSVReader(r)
+	cr := newCSVReaderNotes(r, n)
 	rec, err := cr.Read()
 	if err == io.EOF {
 		return Sequence{}, &ParseError{Line: 1, Msg: "empty input: no data rows"}
@@ -87,9 +92,13 @@ func (c CSVColumn) Read(r io.Reader) (Sequence, error) {
 				return Sequence{}, &ParseError{Line: line, Column: len(rec) + 1, Msg: fmt.Sprintf("row has %d fields, no column %d", len(rec), j+1)}
 			}
 			v, kind := parseCell(rec[j])
-			if kind != cellNumber && kind != cellMissing {
+			if !kind.ok() {
 				l, _ := cr.FieldPos(j)
 				return Sequence{}, &ParseError{Line: l, Column: j + 1, Msg: kind.message(rec[j])}
+			}
+			if kind == cellGrouped {
+				l, _ := cr.FieldPos(j)
+				n.grouped(rec[j], v, l, j+1)
 			}
 			y = append(y, v)
 		}
@@ -139,12 +148,16 @@ func headerColumn(rec []string, name string, line int) (int, error) {
 // ReadFile opens the named file and reads the column with Read. Errors are
 // prefixed with the path and still wrap *ParseError and ErrData.
 func (c CSVColumn) ReadFile(path string) (Sequence, error) {
+	return c.readFile(path, nil)
+}
+
+func (c CSVColumn) readFile(path string, n *csvNotes) (Sequence, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Sequence{}, err
 	}
 	defer f.Close()
-	s, err := c.Read(f)
+	s, err := c.read(f, n)
 	if err != nil {
 		return Sequence{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -168,6 +181,11 @@ type DataFile struct {
 	// 1-based index (ParseCSVColumn, CSVColumn); with ID, the observation
 	// column of a panel (CSVDataset.Column).
 	Column string
+	// Note, when non-nil, is called once for each thing the reader did to
+	// a CSV file unasked, with a sentence naming the file: a UTF-16 file
+	// decoded, quoted numbers read without their thousands separators
+	// ("10,000.00" as 10000; the first such cell and how many).
+	Note func(string)
 }
 
 // Open reads the data set. A binary file is memory-mapped by OpenBinary
@@ -198,15 +216,25 @@ func (f DataFile) Open() (Dataset, io.Closer, error) {
 			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
 		}
 		return Dataset{Sequences: []Sequence{m.Seq()}}, m, nil
+	}
+	notes := new(csvNotes)
+	defer func() {
+		if f.Note != nil {
+			for _, m := range notes.messages(f.Path) {
+				f.Note(m)
+			}
+		}
+	}()
+	switch {
 	case f.Column != "" && f.ID == "":
 		c, err := ParseCSVColumn(f.Column)
 		if err != nil {
 			return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
 		}
-		s, err := c.ReadFile(f.Path)
+		s, err := c.readFile(f.Path, notes)
 		return oneSequence(s, err)
 	case f.ID == "":
-		return oneSequence(ReadCSVFile(f.Path))
+		return oneSequence(readCSVFile(f.Path, notes))
 	}
 	ds := CSVDataset{IDColumn: f.ID}
 	if f.Column != "" {
@@ -221,7 +249,7 @@ func (f DataFile) Open() (Dataset, io.Closer, error) {
 		return Dataset{}, none, err
 	}
 	defer file.Close()
-	d, err := ds.Read(file)
+	d, err := ds.read(bufio.NewReader(file), notes)
 	if err != nil {
 		return Dataset{}, none, fmt.Errorf("%s: %w", f.Path, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // ParseError reports malformed CSV input. It wraps ErrData, so
@@ -49,7 +51,10 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // "#N/A", "N/A", "#N/A N/A" (Excel, Bloomberg) and "None" (pandas), in
 // any case, mark a missing component and become NaN. A number followed
 // by "%" (Investing.com's "Change %": -0.52%) reads as that number, in
-// percent. In a one-column
+// percent. A quoted number with commas between groups of three digits
+// ("10,000.00", as spreadsheets and Investing.com write prices and
+// volumes) reads as the number without them (10000); DataFile.Note is
+// told so. In a one-column
 // file an empty cell is an empty line, so there a blank line after the
 // header (or from the start, without one) and before the last data row
 // is a missing value (pandas' to_csv of a series with gaps writes them
@@ -57,7 +62,9 @@ func (e *ParseError) Unwrap() error { return ErrData }
 // trailing blank lines (and lines of spaces, or an empty quoted cell, at
 // the end) are ignored. In a file of several columns blank lines are
 // skipped (a missing row is ",,"). A leading UTF-8 byte order mark is
-// ignored. Numbers are read with strconv.ParseFloat. A non-numeric cell
+// ignored, and a file that starts with a UTF-16 byte order mark (little-
+// or big-endian: Excel's "Unicode text", PowerShell's redirections) is
+// decoded to UTF-8. Numbers are read with strconv.ParseFloat. A non-numeric cell
 // in a file of several columns, or a row split by ';', gets a hint in its
 // error (a date column; a semicolon-separated file).
 //
@@ -70,7 +77,11 @@ func (e *ParseError) Unwrap() error { return ErrData }
 //
 // An error from r itself is returned wrapped, and does not wrap ErrData.
 func ReadCSV(r io.Reader) (Sequence, error) {
-	res, err := readCSV(r, "", -1, CSVColumn{})
+	return readCSVSeq(r, nil)
+}
+
+func readCSVSeq(r io.Reader, n *csvNotes) (Sequence, error) {
+	res, err := readCSV(r, "", -1, CSVColumn{}, n)
 	if err != nil {
 		return Sequence{}, err
 	}
@@ -80,12 +91,16 @@ func ReadCSV(r io.Reader) (Sequence, error) {
 // ReadCSVFile opens the named file and reads it with ReadCSV. Errors are
 // prefixed with the path and still wrap *ParseError and ErrData.
 func ReadCSVFile(path string) (Sequence, error) {
+	return readCSVFile(path, nil)
+}
+
+func readCSVFile(path string, n *csvNotes) (Sequence, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Sequence{}, err
 	}
 	defer f.Close()
-	s, err := ReadCSV(bufio.NewReader(f))
+	s, err := readCSVSeq(bufio.NewReader(f), n)
 	if err != nil {
 		return Sequence{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -132,6 +147,10 @@ type CSVDataset struct {
 // panics when neither or both of IDColumn and IDIndex are set, or IDIndex
 // is negative.
 func (c CSVDataset) Read(r io.Reader) (Dataset, error) {
+	return c.read(r, nil)
+}
+
+func (c CSVDataset) read(r io.Reader, n *csvNotes) (Dataset, error) {
 	idCol := -1
 	switch {
 	case c.IDColumn != "" && c.IDIndex != 0:
@@ -144,7 +163,7 @@ func (c CSVDataset) Read(r io.Reader) (Dataset, error) {
 	if c.Column.Name != "" && c.Column.Index != 0 || c.Column.Index < 0 {
 		return Dataset{}, fmt.Errorf("ssm: CSVDataset.Column = CSVColumn{Name: %q, Index: %d}: set at most one of Name and a positive Index", c.Column.Name, c.Column.Index)
 	}
-	res, err := readCSV(r, c.IDColumn, idCol, c.Column)
+	res, err := readCSV(r, c.IDColumn, idCol, c.Column, n)
 	if err != nil {
 		return Dataset{}, err
 	}
@@ -197,9 +216,10 @@ type csvResult struct {
 
 // readCSV parses r. idName, when non-empty, names the id column in the
 // header; otherwise idCol is its 0-based index, or -1 for a single
-// sequence. pick, when set, is the one observation column to read.
-func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, error) {
-	cr := newCSVReader(r) // ragged rows are reported by us, with the column
+// sequence. pick, when set, is the one observation column to read. n,
+// when non-nil, collects what the reader did unasked.
+func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn, n *csvNotes) (csvResult, error) {
+	cr := newCSVReaderNotes(r, n) // ragged rows are reported by us, with the column
 
 	rec, err := cr.Read()
 	if err == io.EOF {
@@ -320,18 +340,22 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, 
 					continue
 				}
 				v, kind := parseCell(cell)
-				if kind != cellNumber && kind != cellMissing {
+				if !kind.ok() {
 					l, _ := cr.FieldPos(i)
 					msg := kind.message(cell)
 					switch {
 					case semicolons || strings.Contains(cell, ";"):
 						msg += semicolonHint
 					case kind == cellBad && width > 1 && idCol < 0:
-						msg += " (a date or label column? Read the value column alone: CSVColumn, or -col in examples/fit)"
+						msg += " (a date or label column? " + PickColumnHint + ")"
 					case kind == cellBad && col < 0 && obs > 1:
-						msg += " (a date or label column? Pick the value column: CSVDataset.Column, or -col with -id in examples/fit)"
+						msg += " (a date or label column? " + PickColumnHint + " of each sequence)"
 					}
 					return csvResult{}, &ParseError{Line: l, Column: i + 1, Msg: msg}
+				}
+				if kind == cellGrouped {
+					l, _ := cr.FieldPos(i)
+					n.grouped(cell, v, l, i+1)
 				}
 				y = append(y, v)
 			}
@@ -355,6 +379,13 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn) (csvResult, 
 	}
 	return res, nil
 }
+
+// PickColumnHint is the advice in the error about a non-numeric cell of a
+// file of several columns (a date or a label column): read the value
+// column alone (CSVColumn; CSVDataset.Column with an id column). A
+// command that reads the column from a flag may replace it in the
+// message by the flag's name.
+const PickColumnHint = "pick the value column by its header name or 1-based index"
 
 // semicolonHint ends the message of a row that a semicolon-separated file
 // (European spreadsheets, decimal commas) makes malformed.
@@ -401,7 +432,11 @@ const (
 	cellInf      // parses to ±Inf
 	cellOverflow // finite syntax beyond the float64 range
 	cellBad      // not a number
+	cellGrouped  // a number with thousands separators: 10,000.00
 )
+
+// ok reports whether the cell is a value: a number or a missing marker.
+func (k cellKind) ok() bool { return k == cellNumber || k == cellMissing || k == cellGrouped }
 
 func (k cellKind) message(cell string) string {
 	switch k {
@@ -445,6 +480,13 @@ func parseCell(cell string) (float64, cellKind) {
 		s = strings.TrimSpace(p)
 	}
 	v, err := strconv.ParseFloat(s, 64)
+	if err != nil && strings.IndexByte(s, ',') > 0 {
+		if g, ok := ungroup(s); ok {
+			if v, err = strconv.ParseFloat(g, 64); err == nil && !math.IsInf(v, 0) {
+				return v, cellGrouped
+			}
+		}
+	}
 	switch {
 	case err != nil && errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0):
 		return 0, cellOverflow
@@ -456,6 +498,82 @@ func parseCell(cell string) (float64, cellKind) {
 		return 0, cellInf
 	}
 	return v, cellNumber
+}
+
+// ungroup removes the thousands separators of s when it is a number
+// written with them: an optional sign, 1 to 3 digits, then groups of a
+// comma and exactly 3 digits, then optionally '.' and digits ("10,000.00",
+// "-1,234,567"). A decimal comma ("0,5", "1,25") or any other use of commas
+// is not one.
+func ungroup(s string) (string, bool) {
+	t := s
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		t = t[1:]
+	}
+	intPart, frac, hasFrac := strings.Cut(t, ".")
+	groups := strings.Split(intPart, ",")
+	if len(groups) < 2 || len(groups[0]) < 1 || len(groups[0]) > 3 {
+		return "", false
+	}
+	digits := func(g string) bool {
+		for i := 0; i < len(g); i++ {
+			if g[i] < '0' || g[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	for i, g := range groups {
+		if !digits(g) || i > 0 && len(g) != 3 {
+			return "", false
+		}
+	}
+	if hasFrac && (frac == "" || !digits(frac)) {
+		return "", false
+	}
+	return strings.ReplaceAll(s, ",", ""), true
+}
+
+// csvNotes collects what a reader did to the input unasked, for
+// DataFile.Note: the first cell read with thousands separators and how
+// many there were, and a UTF-16 encoding decoded. A nil *csvNotes
+// collects nothing.
+type csvNotes struct {
+	groupedCell      string
+	groupedValue     float64
+	groupedLine, col int
+	groupedCells     int
+	encoding         string // "UTF-16 little-endian", "UTF-16 big-endian" or ""
+}
+
+func (n *csvNotes) grouped(cell string, v float64, line, col int) {
+	if n == nil {
+		return
+	}
+	if n.groupedCells == 0 {
+		n.groupedCell, n.groupedValue, n.groupedLine, n.col = strings.TrimSpace(cell), v, line, col
+	}
+	n.groupedCells++
+}
+
+// messages returns the notes as sentences about the file at path.
+func (n *csvNotes) messages(path string) []string {
+	if n == nil {
+		return nil
+	}
+	var out []string
+	if n.encoding != "" {
+		out = append(out, fmt.Sprintf("%s is %s text (it starts with that byte order mark): decoded to UTF-8", path, n.encoding))
+	}
+	if n.groupedCells > 0 {
+		more := ""
+		if n.groupedCells > 1 {
+			more = fmt.Sprintf(" (and %d more cells like it)", n.groupedCells-1)
+		}
+		out = append(out, fmt.Sprintf("%s: read %s (line %d, column %d) as %s%s: commas between groups of three digits are thousands separators",
+			path, strconv.Quote(n.groupedCell), n.groupedLine, n.col, strconv.FormatFloat(n.groupedValue, 'g', -1, 64), more))
+	}
+	return out
 }
 
 // quoteCell quotes a cell for a message, shortening long ones so that a
@@ -476,8 +594,11 @@ func quoteCell(s string) string {
 // newCSVReader returns the readers' CSV parser of r: a leading byte order
 // mark skipped, ragged rows allowed (the readers report them), records
 // reused, leading spaces trimmed.
-func newCSVReader(r io.Reader) *csv.Reader {
-	cr := csv.NewReader(skipBOM(r))
+func newCSVReader(r io.Reader) *csv.Reader { return newCSVReaderNotes(r, nil) }
+
+// newCSVReaderNotes is newCSVReader telling n of a UTF-16 encoding.
+func newCSVReaderNotes(r io.Reader, n *csvNotes) *csv.Reader {
+	cr := csv.NewReader(skipBOM(r, n))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
@@ -487,11 +608,103 @@ func newCSVReader(r io.Reader) *csv.Reader {
 // skipBOM returns r without a leading UTF-8 byte order mark (Excel's "CSV
 // UTF-8" writes one). It must go before the CSV parser: after it, a quoted
 // first cell ("\uFEFF\"Date\"") is a bare quote in an unquoted field, and
-// every reader failed on such a file.
-func skipBOM(r io.Reader) io.Reader {
+// every reader failed on such a file. Input that starts with a UTF-16
+// byte order mark (FF FE little-endian, FE FF big-endian; Excel's
+// "Unicode text" and PowerShell write it) is decoded to UTF-8 (it used
+// to fail with "non-numeric cell" on its first value, every other byte
+// being 0), and n, when non-nil, is told the encoding.
+func skipBOM(r io.Reader, n *csvNotes) io.Reader {
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		br.Discard(3)
+		return br
 	}
-	return br
+	b, err := br.Peek(2)
+	if err != nil {
+		return br
+	}
+	var order binaryOrder
+	switch {
+	case b[0] == 0xFF && b[1] == 0xFE:
+		order = littleEndian16
+	case b[0] == 0xFE && b[1] == 0xFF:
+		order = bigEndian16
+	default:
+		return br
+	}
+	br.Discard(2)
+	if n != nil {
+		n.encoding = map[binaryOrder]string{littleEndian16: "UTF-16 little-endian", bigEndian16: "UTF-16 big-endian"}[order]
+	}
+	return bufio.NewReader(&utf16Reader{r: br, big: order == bigEndian16})
+}
+
+type binaryOrder int
+
+const (
+	littleEndian16 binaryOrder = iota + 1
+	bigEndian16
+)
+
+// utf16Reader decodes UTF-16 text (after its byte order mark) from r to
+// UTF-8. Unpaired surrogates and a trailing odd byte become U+FFFD.
+type utf16Reader struct {
+	r   *bufio.Reader
+	big bool
+	out []byte // decoded bytes not yet returned
+	err error
+}
+
+func (u *utf16Reader) unit() (uint16, error) {
+	b0, err := u.r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	b1, err := u.r.ReadByte()
+	if err != nil {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if u.big {
+		return uint16(b0)<<8 | uint16(b1), nil
+	}
+	return uint16(b1)<<8 | uint16(b0), nil
+}
+
+func (u *utf16Reader) Read(p []byte) (int, error) {
+	for len(u.out) < len(p) && u.err == nil {
+		c, err := u.unit()
+		if err != nil {
+			if err == io.ErrUnexpectedEOF {
+				u.out = utf8.AppendRune(u.out, utf8.RuneError)
+				err = io.EOF
+			}
+			u.err = err
+			break
+		}
+		r := rune(c)
+		if utf16.IsSurrogate(r) {
+			if c >= 0xDC00 { // a low surrogate first
+				r = utf8.RuneError
+			} else if next, err := u.r.Peek(2); err == nil {
+				var c2 uint16
+				if u.big {
+					c2 = uint16(next[0])<<8 | uint16(next[1])
+				} else {
+					c2 = uint16(next[1])<<8 | uint16(next[0])
+				}
+				if r = utf16.DecodeRune(r, rune(c2)); r != utf8.RuneError {
+					u.r.Discard(2)
+				}
+			} else {
+				r = utf8.RuneError
+			}
+		}
+		u.out = utf8.AppendRune(u.out, r)
+	}
+	n := copy(p, u.out)
+	u.out = u.out[n:]
+	if n == 0 && u.err != nil {
+		return 0, u.err
+	}
+	return n, nil
 }

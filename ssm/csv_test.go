@@ -134,7 +134,7 @@ func TestReadCSVErrors(t *testing.T) {
 		{"non-numeric cell", "1,2\n3,abc\n", 2, 2, `non-numeric cell "abc"`},
 		{"non-numeric after header", "a,b\n1,2\n3, x\n", 3, 2, `"x"`},
 		// Hints for what spreadsheets and downloads hold.
-		{"date column", "date,y\n2020-01-02,1.5\n", 2, 1, `"2020-01-02" (a date or label column? Read the value column alone`},
+		{"date column", "date,y\n2020-01-02,1.5\n", 2, 1, `"2020-01-02" (a date or label column? pick the value column by its header name or 1-based index)`},
 		{"semicolons with decimal commas", "Datum;Rendite\n2020-01-02;1,5\n", 2, 2, "row has 2 fields, the first row has 1; the data hold ';': a semicolon-separated file?"},
 		{"semicolon in a cell", "y\n1;2\n", 2, 1, `"1;2"; the data hold ';'`},
 		{"non-numeric on a later line of a multi-line record", "a,b\n\"1\n\",zz\n", 3, 2, `"zz"`},
@@ -260,7 +260,7 @@ func TestReadCSVDatasetErrors(t *testing.T) {
 		{ssm.CSVDataset{IDIndex: 3}, csvErrorCase{"index beyond the row", "a,1\n", 1, 0, "id column 3 is beyond"}},
 		{ssm.CSVDataset{IDIndex: 1}, csvErrorCase{"index, no observation columns", "a\nb\n", 1, 0, "no observation columns"}},
 		{ssm.CSVDataset{IDIndex: 2}, csvErrorCase{"index, empty id", "1,a\n2,\n", 2, 2, "empty sequence id"}},
-		{byName, csvErrorCase{"date column without a pick", "id,date,y\na,2024-01-02,1\n", 2, 2, "Pick the value column: CSVDataset.Column"}},
+		{byName, csvErrorCase{"date column without a pick", "id,date,y\na,2024-01-02,1\n", 2, 2, "pick the value column by its header name or 1-based index of each sequence"}},
 		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Name: "close"}}, csvErrorCase{"no value column", "id,y\na,1\n", 1, 0, `no column named "close"`}},
 		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Name: "y"}}, csvErrorCase{"duplicate value column", "id,y,y\na,1,2\n", 1, 3, "more than once"}},
 		{ssm.CSVDataset{IDColumn: "id", Column: ssm.CSVColumn{Index: 4}}, csvErrorCase{"value index beyond the row", "id,y\na,1\n", 1, 0, "no column 4"}},
@@ -439,5 +439,100 @@ func BenchmarkReadCSV(b *testing.B) {
 		if err != nil || s.Len() != rows {
 			b.Fatal(s.Len(), err)
 		}
+	}
+}
+
+// Quoted numbers with thousands separators ("10,000.00") read as the
+// number, and DataFile.Note is told once with the first cell and the
+// count; commas that are not digit groups (a decimal comma) stay an
+// error.
+func TestThousandsSeparators(t *testing.T) {
+	text := "Date,Price\n2024-01-02,\"10,000.00\"\n2024-01-03,\"9,876.5\"\n2024-01-04,12.5\n2024-01-05,\"-1,234,567\"\n"
+	s, err := ssm.CSVColumn{Name: "Price"}.Read(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{10000, 9876.5, 12.5, -1234567}; !sameValues(s.Y, want) {
+		t.Errorf("read %v, want %v", s.Y, want)
+	}
+	if d, err := ssm.ReadCSVDataset(strings.NewReader("id,y\na,\"1,000\"\nb,2\n"), "id"); err != nil || d.Sequences[0].Y[0] != 1000 {
+		t.Errorf("dataset: %v, %v; want 1000 first", d, err)
+	}
+	if s, err := ssm.ReadCSV(strings.NewReader("y\n\"1,000.25\"\n3\n")); err != nil || !sameValues(s.Y, []float64{1000.25, 3}) {
+		t.Errorf("one column: %v, %v", s.Y, err)
+	}
+	path := filepath.Join(t.TempDir(), "prices.csv")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	if _, _, err := (ssm.DataFile{Path: path, Column: "Price", Note: func(m string) { notes = append(notes, m) }}).Open(); err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], `read "10,000.00" (line 2, column 2) as 10000 (and 2 more cells like it)`) {
+		t.Errorf("notes %q, want one naming the first grouped cell and the count", notes)
+	}
+	for _, cell := range []string{"0,5", "1,25", "12,3456", "1,234,56", ",123", "1,234.", "1,,234", "1234,567"} {
+		_, err := ssm.ReadCSV(strings.NewReader("y\n\"" + cell + "\"\n"))
+		if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "non-numeric cell") {
+			t.Errorf("%q: error %v, want a non-numeric cell", cell, err)
+		}
+	}
+}
+
+// A file with a UTF-16 byte order mark (little- or big-endian) is decoded,
+// with a note naming the encoding; characters beyond the BMP (surrogate
+// pairs) survive in headers.
+func TestUTF16(t *testing.T) {
+	text := "\uFEFFDate,Kurs \U0001F4C8\n2024-01-02,1.5\n2024-01-03,NA\n2024-01-04,-2.25\n"
+	encode := func(big bool) []byte {
+		var b []byte
+		for _, r := range text {
+			var units []uint16
+			if r > 0xFFFF {
+				r -= 0x10000
+				units = []uint16{uint16(0xD800 + r>>10), uint16(0xDC00 + r&0x3FF)}
+			} else {
+				units = []uint16{uint16(r)}
+			}
+			for _, u := range units {
+				if big {
+					b = append(b, byte(u>>8), byte(u))
+				} else {
+					b = append(b, byte(u), byte(u>>8))
+				}
+			}
+		}
+		return b
+	}
+	want := []float64{1.5, nan, -2.25}
+	for _, big := range []bool{false, true} {
+		b := encode(big)
+		s, err := ssm.CSVColumn{Name: "Kurs \U0001F4C8"}.Read(bytes.NewReader(b))
+		if err != nil || !sameValues(s.Y, want) {
+			t.Errorf("big-endian %v: %v, %v; want %v", big, s.Y, err, want)
+		}
+		path := filepath.Join(t.TempDir(), "u16.csv")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var notes []string
+		d, _, err := ssm.DataFile{Path: path, Column: "2", Note: func(m string) { notes = append(notes, m) }}.Open()
+		if err != nil || !sameValues(d.Sequences[0].Y, want) {
+			t.Errorf("big-endian %v: DataFile: %v", big, err)
+		}
+		enc := map[bool]string{false: "UTF-16 little-endian", true: "UTF-16 big-endian"}[big]
+		if len(notes) != 1 || !strings.Contains(notes[0], enc) {
+			t.Errorf("notes %q, want one naming %s", notes, enc)
+		}
+	}
+	// A truncated file (an odd last byte) and an unpaired surrogate are
+	// replacement characters, not a panic or a hang.
+	b := append(encode(false), 0x31)
+	if _, err := ssm.ReadCSV(bytes.NewReader(b)); err == nil {
+		t.Error("odd trailing byte: no error")
+	}
+	if _, err := ssm.ReadCSV(bytes.NewReader([]byte{0xFF, 0xFE, 0x00, 0xD8, '1', 0, '\n', 0})); err == nil {
+		t.Error("unpaired surrogate: no error")
 	}
 }
