@@ -1,10 +1,7 @@
 package sgmcmc
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,10 +158,7 @@ func writeCheckpoint(path string, dim int, s *Settings, chains []*chain, rec *lo
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	sum := sha256.Sum256(b)
-	b = append(b, '\n')
-	b = append(b, checksumPrefix+hex.EncodeToString(sum[:])+"\n"...)
-	if err := atomicWrite(path, b); err != nil {
+	if err := atomicWrite(path, seal(b)); err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return nil
@@ -222,20 +216,16 @@ func readCheckpoint(path string) (*checkpointData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	body, tail, ok := bytes.Cut(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"+checksumPrefix))
-	if !ok {
-		return nil, fmt.Errorf("%w: %s is damaged or not a checkpoint: no checksum line", ErrCheckpoint, path)
-	}
-	sum := sha256.Sum256(body)
-	if string(tail) != hex.EncodeToString(sum[:]) {
-		return nil, fmt.Errorf("%w: %s is damaged: its checksum does not match its content", ErrCheckpoint, path)
+	body, why := unseal(b)
+	if why != "" {
+		return nil, damaged(path, path, why)
 	}
 	var d checkpointData
 	if err := json.Unmarshal(body, &d); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
+		return nil, damaged(path, path, err.Error())
 	}
 	if d.Format != checkpointFormat {
-		return nil, fmt.Errorf("%w: %s is not a checkpoint (format %q)", ErrCheckpoint, path, d.Format)
+		return nil, fmt.Errorf("%w: %s is not a checkpoint (format %q): %s", ErrCheckpoint, path, d.Format, cure(path, path))
 	}
 	return &d, nil
 }

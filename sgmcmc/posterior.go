@@ -173,7 +173,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		var draws *drawFile
 		if f.s.Checkpoint != "" {
 			// One segment: its draws survive an interrupt (drawFile).
-			draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim)
+			draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim, f.fingerprint())
 			recs[0] = draws
 		}
 		switch {
@@ -634,12 +634,11 @@ func (f *fit) savePreparation() error {
 	if err != nil {
 		return err
 	}
-	path := f.s.Checkpoint + ".prep"
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
+	// Sealed with a checksum (ckfile.go), written atomically.
+	if err := atomicWrite(f.s.Checkpoint+".prep", seal(b)); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // loadPreparation reads a saved preparation; false when there is none.
@@ -656,8 +655,12 @@ func (f *fit) loadPreparation() (bool, error) {
 		Prep        Preparation
 		Surrogate   *Surrogate
 	}
-	if err := json.Unmarshal(b, &saved); err != nil {
-		return false, fmt.Errorf("%w: %s.prep is damaged: %v", ErrCheckpoint, f.s.Checkpoint, err)
+	body, why := unseal(b)
+	if why != "" {
+		return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, why)
+	}
+	if err := json.Unmarshal(body, &saved); err != nil {
+		return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, err.Error())
 	}
 	if fp := f.fingerprint(); saved.Fingerprint != fp {
 		return false, fmt.Errorf("%w: %s.prep was written by a fit with other data or settings (remove it and %s for a fresh run)",
