@@ -252,70 +252,78 @@ func (o *stateOpts) writeText(w io.Writer) error {
 	return nil
 }
 
-// statesPNG draws the data of the first sequence with the smoothed band:
-// for volatility models ±volatility (mean line, 5–95% band shaded, mirrored
-// below zero) over the returns; otherwise the smoothed first state.
+// statesPNG draws the first sequence with its smoothed band. For
+// volatility models (st.SmoothedVol set): |y_t| in grey and the smoothed
+// volatility (posterior mean line, 5–95% band shaded), both in the units
+// of y; otherwise y_t with the smoothed first state x_t. The title and the
+// legend sit above the panel, outside the data.
 func statesPNG(path, model string, seq ssm.Sequence, st *sgmcmc.StateSummary) error {
 	p := plot.New()
 	p.X.Label.Text = "t"
+	p.X.Tick.Marker = report.Ticks{}
+	p.Y.Tick.Marker = report.Ticks{}
+	band, name, dataName := &st.Smoothed[0], "smoothed x_t", "y_t (data)"
+	vol := st.SmoothedVol != nil
+	if vol {
+		band, name, dataName = st.SmoothedVol, "smoothed volatility", "|y_t| (data)"
+		p.Y.Label.Text = "|y_t| and volatility"
+	} else {
+		p.Y.Label.Text = "y_t and x_t"
+	}
 	data := make(plotter.XYs, 0, seq.Len())
 	for t := range seq.Len() {
-		if y := seq.At(t)[0]; !math.IsNaN(y) {
-			data = append(data, plotter.XY{X: float64(t + 1), Y: y})
+		y := seq.At(t)[0]
+		if math.IsNaN(y) {
+			continue
 		}
+		if vol {
+			y = math.Abs(y)
+		}
+		data = append(data, plotter.XY{X: float64(t + 1), Y: y})
 	}
 	dl, err := plotter.NewLine(data)
 	if err != nil {
 		return fmt.Errorf("states plot: %w", err)
 	}
-	dl.Color = color.Gray{Y: 150}
+	dl.Color = color.Gray{Y: 165}
 	dl.Width = vg.Points(0.4)
-	band, name := &st.Smoothed[0], "smoothed x_t"
-	signs := []float64{1}
-	if st.SmoothedVol != nil {
-		band, name = st.SmoothedVol, "smoothed volatility"
-		signs = []float64{1, -1}
+	poly := make(plotter.XYs, 0, 2*band.Len())
+	for i := range band.Len() {
+		poly = append(poly, plotter.XY{X: float64(st.First + i), Y: band.Q05[i]})
 	}
-	p.Title.Text = fmt.Sprintf("%s: data and %s (mean, 5–95%% band over %d posterior draws)", model, name, st.Draws)
-	p.Y.Label.Text = "y_t"
-	for _, sg := range signs {
-		poly := make(plotter.XYs, 0, 2*band.Len())
-		for i := range band.Len() {
-			poly = append(poly, plotter.XY{X: float64(st.First + i), Y: sg * band.Q05[i]})
-		}
-		for i := band.Len() - 1; i >= 0; i-- {
-			poly = append(poly, plotter.XY{X: float64(st.First + i), Y: sg * band.Q95[i]})
-		}
-		pg, err := plotter.NewPolygon(poly)
-		if err != nil {
-			return fmt.Errorf("states plot: %w", err)
-		}
-		pg.Color = color.NRGBA{R: 230, G: 120, B: 60, A: 110}
-		pg.LineStyle.Width = 0
-		pg.LineStyle.Color = color.Transparent
-		p.Add(pg)
+	for i := band.Len() - 1; i >= 0; i-- {
+		poly = append(poly, plotter.XY{X: float64(st.First + i), Y: band.Q95[i]})
 	}
-	p.Add(dl)
-	for _, sg := range signs {
-		mean := make(plotter.XYs, band.Len())
-		for i := range mean {
-			mean[i] = plotter.XY{X: float64(st.First + i), Y: sg * band.Mean[i]}
-		}
-		ml, err := plotter.NewLine(mean)
-		if err != nil {
-			return fmt.Errorf("states plot: %w", err)
-		}
-		ml.Color = color.RGBA{R: 190, G: 50, B: 20, A: 255}
-		ml.Width = vg.Points(0.8)
-		p.Add(ml)
-		if sg == 1 {
-			p.Legend.Add(name, ml)
-		}
+	pg, err := plotter.NewPolygon(poly)
+	if err != nil {
+		return fmt.Errorf("states plot: %w", err)
 	}
-	p.Legend.Add("data", dl)
-	p.Legend.Top = true
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	pg.Color = color.NRGBA{R: 230, G: 120, B: 60, A: 130}
+	pg.LineStyle.Width = 0
+	pg.LineStyle.Color = color.Transparent
+	mean := make(plotter.XYs, band.Len())
+	for i := range mean {
+		mean[i] = plotter.XY{X: float64(st.First + i), Y: band.Mean[i]}
 	}
-	return p.Save(10*vg.Inch, 4*vg.Inch, path)
+	ml, err := plotter.NewLine(mean)
+	if err != nil {
+		return fmt.Errorf("states plot: %w", err)
+	}
+	ml.Color = color.RGBA{R: 190, G: 50, B: 20, A: 255}
+	ml.Width = vg.Points(0.9)
+	p.Add(dl, pg, ml)
+	if vol {
+		p.Y.Min = 0
+	}
+	f := report.Figure{
+		Title: fmt.Sprintf("%s: %s, posterior mean and 5–95%% band over %d posterior draws", model, name, st.Draws),
+		Legend: []report.LegendEntry{
+			{Label: dataName, Thumbs: []plot.Thumbnailer{dl}},
+			{Label: name + ", posterior mean", Thumbs: []plot.Thumbnailer{ml}},
+			{Label: "5–95% band", Thumbs: []plot.Thumbnailer{pg}},
+		},
+		Panels: [][]*plot.Plot{{p}},
+		Width:  10 * vg.Inch, Height: 4.3 * vg.Inch,
+	}
+	return f.Save(path)
 }

@@ -210,7 +210,7 @@ func TestKDE(t *testing.T) {
 	for i := range x {
 		x[i] = 1 + 0.5*rng.NormFloat64()
 	}
-	xy := kde(x, slices.Min(x), slices.Max(x), 400)
+	xy := kde(x, slices.Min(x), slices.Max(x), 400, Support{Lo: math.Inf(-1), Hi: math.Inf(1)}, true)
 	area, peak := 0.0, xy[0]
 	for i := 1; i < len(xy); i++ {
 		area += 0.5 * (xy[i].Y + xy[i-1].Y) * (xy[i].X - xy[i-1].X)
