@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -97,6 +98,9 @@ func (k ksdFlag) Set(v string) error {
 	if err != nil {
 		return errors.New("parse error")
 	}
+	if n < 0 {
+		return errors.New("negative (0 skips the KSD)")
+	}
 	if n == 0 {
 		n = -1
 	}
@@ -123,6 +127,35 @@ func (q *quietFlag) Set(v string) error {
 	*q.p = q.w
 	if b {
 		*q.p = nil
+	}
+	return nil
+}
+
+// CheckFlags returns an error naming the flag (as RegisterFlags defines
+// it) of the first value Fit would refuse: a negative count, size or
+// duration, a step outside [0, 1), too many chains or too much thinning.
+// A command calls it after parsing, so that a bad value is reported
+// before any work (reading the data) and in the command's own terms;
+// Fit checks the same values again, with the fields' names.
+func (s *FitSettings) CheckFlags() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"-S", s.S}, {"-N", s.N}, {"-Ncv", s.CVParticles}, {"-warmup", s.WarmUp}, {"-adapt", s.AdaptWindow},
+		{"-iters", s.Iterations}, {"-prepobs", s.PrepObs}, {"-thin", s.Thin}, {"-chains", s.Chains}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s = %d is negative (0: the default)", f.name, f.v)
+		}
+	}
+	switch {
+	case s.StepSize < 0 || s.StepSize >= 1 || math.IsNaN(s.StepSize):
+		return fmt.Errorf("-step = %v: want a value in (0, 1), or 0 to choose it", s.StepSize)
+	case s.MaxTime < 0:
+		return fmt.Errorf("-time = %v is negative (0: no budget)", s.MaxTime)
+	case s.Thin > maxThin:
+		return fmt.Errorf("-thin = %d exceeds %d", s.Thin, maxThin)
+	case s.Chains > maxChains:
+		return fmt.Errorf("-chains = %d exceeds %d", s.Chains, maxChains)
 	}
 	return nil
 }

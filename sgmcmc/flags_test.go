@@ -92,3 +92,43 @@ func TestRegisterFlagsErrors(t *testing.T) {
 		}
 	}
 }
+
+// CheckFlags names the flag of the first value Fit would refuse, so a
+// command reports it before reading its data; -ksd refuses a negative
+// count (it used to skip the KSD silently).
+func TestCheckFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"-iters", "-1"}, "-iters = -1 is negative"},
+		{[]string{"-S", "-2"}, "-S = -2 is negative"},
+		{[]string{"-chains", "-1"}, "-chains = -1 is negative"},
+		{[]string{"-chains", "5000"}, "-chains = 5000 exceeds 4096"},
+		{[]string{"-thin", "200000"}, "-thin = 200000 exceeds 100000"},
+		{[]string{"-step", "1"}, "-step = 1: want a value in (0, 1)"},
+		{[]string{"-step", "-0.1"}, "-step = -0.1"},
+		{[]string{"-time", "-5s"}, "-time = -5s is negative"},
+		{[]string{"-warmup", "-3"}, "-warmup = -3 is negative"},
+	} {
+		var s FitSettings
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		s.RegisterFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		err := s.CheckFlags()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	var s FitSettings
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-ksd", "-5"}); err == nil {
+		t.Errorf("-ksd -5: no error (KSDDraws %d)", s.KSDDraws)
+	}
+}

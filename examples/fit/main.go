@@ -14,6 +14,10 @@
 // SIGTERM stops the chains and prints the summary of the draws so far.
 // Outputs in -out: trace.csv, trace.png, density.png.
 // Run "go run ./examples/fit -h" for the flags.
+//
+// Exit codes: 0 success, 1 error, 2 bad flags, 130 interrupted by SIGINT,
+// 143 by SIGTERM. One run at a time uses an -out directory (and a
+// -checkpoint path): each holds a lock file with the owner's PID.
 package main
 
 import (
@@ -23,10 +27,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
@@ -36,22 +43,95 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
+func main() { os.Exit(command(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2 // bad flags: reported before any work
+	// An interrupt exits with 128 + the signal's number, as a shell
+	// reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM.
+	exitSIGINT  = 130
+	exitSIGTERM = 143
+)
+
+const exitCodesHelp = `
+Exit codes: 0 success; 1 error; 2 bad flags (reported before any work);
+130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: during the sampling the
+summary of the draws so far is printed first; before it, one line says so.
+A second interrupt ends the command at once.
+`
+
+// command runs the command with the first SIGINT or SIGTERM cancelling the
+// fit (the second one, with the default handling restored, ends the
+// process), prints its error, and returns the exit code.
+func command(args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var got atomic.Value
+	go func() {
+		select {
+		case s := <-sigs:
+			got.Store(s)
+			signal.Stop(sigs)
+			cancel()
+		case <-ctx.Done():
 		}
-		fmt.Fprintln(os.Stderr, "fit:", err)
-		os.Exit(1)
-	}
+	}()
+	err := run(ctx, args, stdout, stderr)
+	sig, _ := got.Load().(os.Signal)
+	return exitCode(err, sig, stderr)
 }
+
+// exitCode prints err (none for -h) and returns the exit code for it and
+// the signal that interrupted the run, if any.
+func exitCode(err error, sig os.Signal, stderr io.Writer) int {
+	var usage usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(stderr, "fit:", err)
+		if sig == syscall.SIGTERM {
+			return exitSIGTERM
+		}
+		return exitSIGINT
+	case errors.As(err, &usage):
+		if !usage.printed {
+			fmt.Fprintln(stderr, "fit:", err)
+		}
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "fit:", err)
+	return exitError
+}
+
+// errInterrupted is wrapped by the error of a run a signal (a cancelled
+// context) stopped.
+var errInterrupted = errors.New("interrupted")
+
+// usageError is a bad command line: exit code 2. printed marks an error
+// the flag package has printed already.
+type usageError struct {
+	error
+	printed bool
+}
+
+func (e usageError) Unwrap() error { return e.error }
+
+func badFlag(format string, a ...any) error { return usageError{error: fmt.Errorf(format, a...)} }
 
 type config struct {
 	model, data, id, col, out, checkpoint string
 	proposal                              compare.ProposalFlag
 	kalman, json, quiet, returns, demean  bool
+	allowOutliers                         bool
 	nodes                                 int
 	scale                                 float64
 	set                                   sgmcmc.FitSettings
@@ -66,6 +146,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: go run ./examples/fit [flags]\n\nFits a state space model by sgmcmc.Fit and prints the posterior (see examples/fit/README.md).\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), exitCodesHelp)
 	}
 	c.set.RegisterFlags(fs) // -S -B -N -Ncv -filter -gradient -step -warmup -adapt -iters -time -thin -chains -seed -ksd -q
 	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
@@ -78,41 +159,146 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
 	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 or 24 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64; for the coarser 32 and 24, Richardson's extrapolation from 32 and 64) and warns when that correction is large")
-	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise; the sampling is then one planned segment (no proposal refit, no extensions), so the draws differ from a run without it; the summary covers every draw of the run, and a finished run's is printed again (FILE, FILE.prep and FILE.draws hold the state)")
-	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory")
+	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise; the sampling is then one planned segment (no proposal refit, no extensions), so the draws differ from a run without it; the summary covers every draw of the run, and a finished run's is printed again (FILE, FILE.prep and FILE.draws hold the state, each with a checksum: a damaged one is refused by name; FILE.lock marks it in use)")
+	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory (created; "+lockName+" in it marks it in use: one run per directory)")
+	fs.BoolVar(&c.allowOutliers, "allow-outliers", false, "fit values beyond 10⁶ robust sds (scaled median absolute deviations) from the median, which are otherwise an error naming the first")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object to stdout instead of the text report")
 	c.st.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{error: err, printed: true} // by fs, with the usage
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+		return nil, badFlag("unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	if err := c.proposal.Check(); err != nil {
-		return nil, err
+		return nil, usageError{error: err}
 	}
-	// sgmcmc.Fit checks the settings' values.
+	// The values sgmcmc.Fit would refuse, named by their flags.
+	if err := c.set.CheckFlags(); err != nil {
+		return nil, usageError{error: err}
+	}
 	c.set.Exact, c.set.Checkpoint, c.quiet = c.kalman, c.checkpoint, c.set.Progress == nil
 	switch {
 	case c.model != "lgssm" && c.model != "svm" && c.model != "garch":
-		return nil, fmt.Errorf("unknown model %q (want lgssm, svm or garch)", c.model)
+		return nil, badFlag("unknown model %q (want lgssm, svm or garch)", c.model)
+	case c.nodes != 0 && (c.nodes < 16 || c.nodes > 1024):
+		return nil, badFlag("-nodes = %d: want 0 (64 nodes) or 16 to 1024", c.nodes)
 	case c.nodes != 0 && c.model != "garch":
-		return nil, fmt.Errorf("-nodes needs -model garch")
+		return nil, badFlag("-nodes needs -model garch")
 	case c.kalman && c.model != "lgssm":
-		return nil, fmt.Errorf("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
+		return nil, badFlag("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
 	case strings.HasSuffix(c.data, ".bin") && (c.id != "" || c.col != ""):
-		return nil, fmt.Errorf("-id and -col apply to CSV files, not to the binary %s", c.data)
+		return nil, badFlag("-id and -col apply to CSV files, not to the binary %s", c.data)
+	case c.data == "":
+		return nil, badFlag("-data is empty (want a CSV or .bin file)")
+	case c.out == "":
+		return nil, badFlag("-out is empty (want a directory)")
+	case c.scale == 0 || math.IsNaN(c.scale) || math.IsInf(c.scale, 0):
+		return nil, badFlag("-scale = %v: want a finite, non-zero factor", c.scale)
+	}
+	if c.col != "" {
+		if _, err := ssm.ParseCSVColumn(c.col); err != nil {
+			return nil, badFlag("-col %q: %s", c.col, strings.TrimPrefix(err.Error(), "ssm: "))
+		}
+	}
+	switch o := &c.st; {
+	case o.forecast < 0:
+		return nil, badFlag("-forecast = %d is negative (want a horizon H ≥ 1, or 0: none)", o.forecast)
+	case o.holdout < 0:
+		return nil, badFlag("-holdout = %d is negative (want the number of held-out rows, or 0: none)", o.holdout)
+	case o.draws < 1:
+		return nil, badFlag("-state-draws = %d: want at least 1", o.draws)
 	}
 	return c, nil
+}
+
+// prepareOutputs checks and makes, before any work, the places the run
+// writes to: the -out directory (created; locked), the directory of
+// -checkpoint (created; the path locked) and that of -states (created).
+// A path that cannot be one (a parent that is a file, no permission) is
+// an error naming its flag. release frees the locks.
+func prepareOutputs(c *config, stderr io.Writer) (_ func(), err error) {
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if err := makeDir("-out", c.out); err != nil {
+		return nil, err
+	}
+	r, err := acquireLock(filepath.Join(c.out, lockName), "-out", c.out, stderr)
+	if err != nil {
+		return nil, err
+	}
+	releases = append(releases, r)
+	for _, p := range []struct{ flag, path string }{{"-checkpoint", c.checkpoint}, {"-states", c.st.file}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(p.path); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("%s %s is a directory: want a file path", p.flag, p.path)
+		}
+		if err := makeDir(p.flag, filepath.Dir(p.path)); err != nil {
+			return nil, err
+		}
+		if err := probeWritable(p.flag, p.path); err != nil {
+			return nil, err
+		}
+	}
+	if c.checkpoint != "" {
+		r, err := acquireLock(c.checkpoint+".lock", "-checkpoint", c.checkpoint, stderr)
+		if err != nil {
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return release, nil
+}
+
+// makeDir creates dir (the directory of a flag's path) with its parents,
+// or says why it cannot.
+func makeDir(flag, dir string) error {
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("%s: %s is a file, not a directory", flag, dir)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		// MkdirAll's "not a directory" names the path it tried.
+		return fmt.Errorf("%s: cannot create the directory %s: %v", flag, dir, err)
+	}
+	return nil
+}
+
+// probeWritable reports whether a file can be created next to path.
+func probeWritable(flag, path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".fit-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot write in its directory: %v", flag, path, unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // loadData reads the data set and checks that every sequence has an
 // observed value.
 // The mapping of a .bin file lives as long as the process.
 func loadData(c *config) (ssm.Dataset, error) {
-	data, _, err := ssm.DataFile{Path: c.data, ID: c.id, Column: c.col}.Open()
+	note := func(m string) { c.notes = append(c.notes, m) }
+	data, _, err := ssm.DataFile{Path: c.data, ID: c.id, Column: c.col, Note: note}.Open()
 	if err != nil {
-		return data, err
+		// The library's advice for a non-numeric column names the flag here.
+		return data, errors.New(strings.Replace(err.Error(), ssm.PickColumnHint, "pick the value column with -col NAME or -col N", 1))
 	}
 	if err := data.Validate(1); err != nil {
 		return data, fmt.Errorf("%s: the models are univariate (pick a column with -col; a decimal comma, 0,5, makes two columns): %w", c.data, err)
@@ -154,6 +340,11 @@ func loadData(c *config) (ssm.Dataset, error) {
 			return data, fmt.Errorf("%s: %s has no observed values (every cell is missing)", c.data, seqName(data, j))
 		}
 	}
+	if !c.allowOutliers {
+		if err := checkOutliers(c.data, data); err != nil {
+			return data, err
+		}
+	}
 	return data, nil
 }
 
@@ -172,15 +363,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data, err := loadData(c)
+	release, err := prepareOutputs(c, stderr)
 	if err != nil {
 		return err
 	}
+	defer release()
+	data, err := loadData(c)
 	for _, n := range c.notes {
-		fmt.Fprintln(stderr, "fit: "+n)
+		fmt.Fprintln(stderr, "fit: note: "+n)
+	}
+	if err != nil {
+		return err
 	}
 	if data, err = c.st.split(data); err != nil { // -holdout
 		return err
+	}
+	small := smallDataWarning(data)
+	if small != "" {
+		fmt.Fprintln(stderr, "fit: warning: "+small)
 	}
 	base := modelNamed[c.model]
 	if c.nodes != 0 {
@@ -188,9 +388,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	m, proposal := c.proposal.Apply(base)
 	c.set.Proposal = proposal
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return err
-	}
 	names := m.ParamNames()
 	csvFile, err := os.OpenFile(filepath.Join(c.out, "trace.csv"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -206,26 +403,99 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "fit: %v; its summary: go run ./examples/merge %s\n", err, filepath.Join(c.out, "trace.csv"))
 		return nil
 	}
+	if err != nil && ctx.Err() != nil {
+		// Cancelled before a draw was kept: one line, not the chain of
+		// "context canceled" errors of every step that stopped.
+		return interruptedEarly(c)
+	}
 	if err != nil {
+		if errors.Is(err, sgmcmc.ErrCheckpoint) {
+			return errors.New(strings.Replace(err.Error(), "another checkpoint path", "another -checkpoint path", 1))
+		}
 		return err
+	}
+	if small != "" {
+		post.Warnings = append(post.Warnings, small)
 	}
 	if err := csvFile.Close(); err != nil {
 		return err
 	}
-	if err := errors.Join(report.TracePNG(filepath.Join(c.out, "trace.png"), names, post.Natural, nil),
-		report.DensityPNG(filepath.Join(c.out, "density.png"), names, post.Natural)); err != nil {
+	if err := errors.Join(
+		writeAtomic(filepath.Join(c.out, "trace.png"), func(tmp string) error { return report.TracePNG(tmp, names, post.Natural, nil) }),
+		writeAtomic(filepath.Join(c.out, "density.png"), func(tmp string) error { return report.DensityPNG(tmp, names, post.Natural) })); err != nil {
 		return err
 	}
-	if err := c.st.compute(ctx, c, data, post, stderr); err != nil {
-		return err
+	wanted := c.st.file != "" || c.st.forecast > 0 || c.st.holdout > 0
+	if ctx.Err() == nil {
+		if err := computeStates(ctx, c, data, post, stderr); err != nil {
+			if ctx.Err() == nil {
+				return err
+			}
+			fmt.Fprintln(stderr, "fit: interrupted during -states, -forecast or -holdout: they are left out")
+			c.st.states, c.st.fc, c.st.score = nil, nil, nil
+		}
+	} else if wanted {
+		fmt.Fprintln(stderr, "fit: interrupted: -states, -forecast and -holdout are left out")
 	}
 	if c.json {
-		return writeJSON(stdout, c, post)
+		err = writeJSON(stdout, c, post)
+	} else if err = writeText(stdout, c, data, post); err == nil {
+		err = c.st.writeText(stdout)
 	}
-	if err := writeText(stdout, c, data, post); err != nil {
+	if err != nil {
 		return err
 	}
-	return c.st.writeText(stdout)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w during the sampling: the summary covers the %d draws kept so far", errInterrupted, post.Draws())
+	}
+	return nil
+}
+
+// computeStates runs the -states, -forecast and -holdout computations
+// (stateOpts.compute) with the files they write, the -states CSV and
+// states.png, made under temporary names and renamed into place when
+// both are complete (writeAtomic): a reader never sees half of one.
+func computeStates(ctx context.Context, c *config, data ssm.Dataset, post *sgmcmc.Posterior, stderr io.Writer) error {
+	if c.st.file == "" {
+		return c.st.compute(ctx, c, data, post, stderr)
+	}
+	final := c.st.file
+	tmpDir, err := os.MkdirTemp(c.out, ".tmp-states-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpDir)
+	cc := *c
+	cc.out = tmpDir // states.png
+	var png string
+	err = writeAtomic(final, func(tmp string) error {
+		c.st.file = tmp
+		defer func() { c.st.file = final }()
+		if err := c.st.compute(ctx, &cc, data, post, stderr); err != nil {
+			return err
+		}
+		png = filepath.Join(tmpDir, "states.png")
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return os.Rename(png, filepath.Join(c.out, "states.png"))
+}
+
+// interruptedEarly is the error of a run interrupted before its first
+// kept draw; with -checkpoint it says what the next run resumes from.
+func interruptedEarly(c *config) error {
+	err := fmt.Errorf("%w while preparing (no draws yet)", errInterrupted)
+	if c.checkpoint == "" {
+		return err
+	}
+	for _, p := range []string{c.checkpoint, c.checkpoint + ".prep"} {
+		if _, statErr := os.Stat(p); statErr == nil {
+			return fmt.Errorf("%w; the same command resumes from %s", err, p)
+		}
+	}
+	return err
 }
 
 func describe(c *config, post *sgmcmc.Posterior) string {
@@ -275,4 +545,93 @@ func writeJSON(w io.Writer, c *config, post *sgmcmc.Posterior) error {
 		Forecast *forecastJSON `json:"forecast,omitempty"`
 		Holdout  *holdoutJSON  `json:"holdout,omitempty"`
 	}{c.model, c.data, post.Report(), c.st.forecastJSON(), c.st.holdoutJSON()})
+}
+
+// outlierSDs is how many robust sds from the median a value may lie
+// before checkOutliers refuses it: a sentinel (-999999, 9.99e9), a typo
+// or a value in other units, not a heavy tail (the DAX returns' largest
+// is about 15 robust sds out).
+const outlierSDs = 1e6
+
+// checkOutliers returns an error naming the first value of data beyond
+// outlierSDs robust sds (the median absolute deviation from the median,
+// times 1.4826, of every observed value; the mean absolute deviation
+// times 1.2533 when more than half the values are equal) from the median,
+// and nil when there is none or the values have no spread. Beyond 10⁵
+// values the median and the deviation are those of an even subsample.
+func checkOutliers(path string, data ssm.Dataset) error {
+	var sample []float64
+	total := 0
+	for _, seq := range data.Sequences {
+		total += len(seq.Y)
+	}
+	step := max(1, total/100_000)
+	i := 0
+	for _, seq := range data.Sequences {
+		for _, v := range seq.Y {
+			if i%step == 0 && !math.IsNaN(v) {
+				sample = append(sample, v)
+			}
+			i++
+		}
+	}
+	if len(sample) < 3 {
+		return nil
+	}
+	slices.Sort(sample)
+	med := median(sample)
+	dev := make([]float64, len(sample))
+	mean := 0.0
+	for i, v := range sample {
+		dev[i] = math.Abs(v - med)
+		mean += dev[i]
+	}
+	slices.Sort(dev)
+	sd := 1.4826 * median(dev)
+	if sd == 0 {
+		sd = 1.2533 * mean / float64(len(dev))
+	}
+	if !(sd > 0) {
+		return nil
+	}
+	for j, seq := range data.Sequences {
+		for t, v := range seq.Y {
+			if z := math.Abs(v-med) / sd; z > outlierSDs {
+				return fmt.Errorf("%s: %s, row %d (counting from 1, in the order fitted) is %.6g, %.3g robust sds from the median %.4g (robust sd %.3g): "+
+					"a sentinel, a typo or other units? Correct or blank the cell, or pass -allow-outliers to fit it as it is",
+					path, seqName(data, j), t/max(seq.Obs, 1)+1, v, z, med, sd)
+			}
+		}
+	}
+	return nil
+}
+
+// median of sorted values.
+func median(s []float64) float64 {
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// fewObservations is the number of observed values below which the fit
+// warns that the data say little.
+const fewObservations = 50
+
+// smallDataWarning is the warning for data with fewer than
+// fewObservations observed values ("" otherwise).
+func smallDataWarning(data ssm.Dataset) string {
+	n := 0
+	for _, seq := range data.Sequences {
+		for _, v := range seq.Y {
+			if !math.IsNaN(v) {
+				n++
+			}
+		}
+	}
+	if n >= fewObservations {
+		return ""
+	}
+	return fmt.Sprintf("only %d observed values (fewer than %d): the posterior stays close to the prior, and the summary mostly reflects the prior's choice", n, fewObservations)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"image/png"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -310,13 +313,14 @@ func TestBadInput(t *testing.T) {
 		{"unknown gradient", []string{"-gradient", "hmc"}, `unknown gradient "hmc"`},
 		{"unknown proposal", []string{"-proposal", "apf"}, `unknown proposal "apf"`},
 		{"all missing", []string{"-data", allNA}, "no observed values"},
-		// sgmcmc.Fit checks the settings' values after the data are read.
-		{"step too large", []string{"-data", daxPath, "-step", "1"}, "StepSize = 1 must be in [0, 1)"},
-		{"negative thin", []string{"-data", daxPath, "-thin", "-1"}, "Thin must not be negative"},
+		// The settings' values are checked before the data are read, and
+		// named by their flags (sgmcmc.FitSettings.CheckFlags).
+		{"step too large", []string{"-data", daxPath, "-step", "1"}, "-step = 1: want a value in (0, 1), or 0 to choose it"},
+		{"negative thin", []string{"-data", daxPath, "-thin", "-1"}, "-thin = -1 is negative"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
 		{"nodes needs garch", []string{"-nodes", "128"}, "-nodes needs -model garch"},
-		{"too few nodes", []string{"-model", "garch", "-data", daxPath, "-nodes", "8"}, "GARCH.Nodes = 8: want 0 (64 nodes) or 16 to 1024"},
-		{"negative iterations", []string{"-data", daxPath, "-iters", "-1"}, "Iterations, TargetESS, AdaptWindow and Thin must not be negative"},
+		{"too few nodes", []string{"-model", "garch", "-data", daxPath, "-nodes", "8"}, "-nodes = 8: want 0 (64 nodes) or 16 to 1024"},
+		{"negative iterations", []string{"-data", daxPath, "-iters", "-1"}, "-iters = -1 is negative"},
 		{"unknown filter", []string{"-filter", "smc"}, `unknown filter "smc"`},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},
 		{"one price in a panel", []string{"-data", panel, "-id", "ticker", "-col", "close", "-returns"}, `sequence 2 (id "CCC"): -returns: ssm: invalid data: log returns need at least 2 rows`},
@@ -798,4 +802,345 @@ func mustLoad(t *testing.T, args ...string) (*config, ssm.Dataset) {
 		t.Fatal(err)
 	}
 	return c, data
+}
+
+// Every flag and output path is checked before any work: the data file
+// named here does not exist, and each error is the flag's, with exit code
+// 2 for a bad value and 1 for a path that cannot be made.
+func TestFlagsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	missing := filepath.Join(dir, "missing.csv")
+	for _, c := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"-forecast", "-1"}, "-forecast = -1 is negative", exitUsage},
+		{[]string{"-holdout", "-3"}, "-holdout = -3 is negative", exitUsage},
+		{[]string{"-state-draws", "0"}, "-state-draws = 0", exitUsage},
+		{[]string{"-iters", "-5"}, "-iters = -5 is negative", exitUsage},
+		{[]string{"-step", "1.5"}, "-step = 1.5", exitUsage},
+		{[]string{"-col", "0"}, `-col "0": column index 0: columns count from 1`, exitUsage},
+		{[]string{"-scale", "0"}, "-scale = 0", exitUsage},
+		{[]string{"-out", filepath.Join(file, "sub")}, "-out: cannot create the directory", exitError},
+		{[]string{"-checkpoint", filepath.Join(file, "ck")}, "-checkpoint: " + file + " is a file, not a directory", exitError},
+		{[]string{"-states", dir}, "-states " + dir + " is a directory", exitError},
+		{[]string{"-states", filepath.Join(file, "s.csv")}, "-states: " + file + " is a file", exitError},
+	} {
+		args := append([]string{"-data", missing, "-out", filepath.Join(dir, "out"), "-q"}, c.args...)
+		if !slices.Contains(c.args, "-out") {
+			args = append(args, "-out", filepath.Join(dir, "out"))
+		}
+		var stderr bytes.Buffer
+		err := run(context.Background(), args, io.Discard, &stderr)
+		code := exitCode(err, nil, &stderr)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "missing.csv") || code != c.code {
+			t.Errorf("%v: error %v, exit %d; want %q before reading the data, exit %d", c.args, err, code, c.want, c.code)
+		}
+	}
+	// Directories that do not exist yet are made.
+	out, ck := filepath.Join(dir, "a", "b"), filepath.Join(dir, "c", "d", "ck")
+	err := run(context.Background(), []string{"-data", missing, "-out", out, "-checkpoint", ck, "-q"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("fresh directories: error %v, want the data's", err)
+	}
+	for _, d := range []string{out, filepath.Dir(ck)} {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			t.Errorf("%s was not created: %v", d, err)
+		}
+	}
+}
+
+// Exit codes: 0 success and -h, 1 error, 2 bad flags, 130 and 143 after
+// SIGINT and SIGTERM; -h lists them.
+func TestExitCodes(t *testing.T) {
+	interrupted := fmt.Errorf("%w while preparing (no draws yet)", errInterrupted)
+	for _, c := range []struct {
+		err  error
+		sig  os.Signal
+		code int
+	}{
+		{nil, nil, 0}, {flag.ErrHelp, nil, 0}, {errors.New("boom"), nil, 1}, {badFlag("-x"), nil, 2},
+		{interrupted, os.Interrupt, 130}, {interrupted, syscall.SIGTERM, 143},
+	} {
+		if got := exitCode(c.err, c.sig, io.Discard); got != c.code {
+			t.Errorf("%v after %v: exit %d, want %d", c.err, c.sig, got, c.code)
+		}
+	}
+	var help bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, io.Discard, &help); !errors.Is(err, flag.ErrHelp) ||
+		!strings.Contains(help.String(), "Exit codes: 0 success; 1 error; 2 bad flags") || !strings.Contains(help.String(), "143 by SIGTERM") {
+		t.Errorf("-h: %v, usage lacks the exit codes:\n%s", err, help.String())
+	}
+	var stderr bytes.Buffer
+	if code := command([]string{"-bogus"}, io.Discard, &stderr); code != exitUsage || strings.Count(stderr.String(), "-bogus") != 1 {
+		t.Errorf("-bogus: exit %d, stderr %q; want 2 and the error once", code, stderr.String())
+	}
+}
+
+// A value beyond 10⁶ robust sds from the median is an error naming its
+// row and -allow-outliers, which lets it through; fewer than 50 observed
+// values draw the warning that the posterior is close to the prior.
+func TestDataChecks(t *testing.T) {
+	dax, err := ssm.ReadCSVFile(daxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i, v := range dax.Y {
+		if i == 776 {
+			v = -9.99e9 // a sentinel
+		}
+		fmt.Fprintf(&b, "%.17g\n", v)
+	}
+	path := filepath.Join(t.TempDir(), "sentinel.csv")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	c, err := parseFlags([]string{"-data", path, "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadData(c); err == nil || !strings.Contains(err.Error(), "row 777") || !strings.Contains(err.Error(), "-allow-outliers") ||
+		!strings.Contains(err.Error(), "robust sds") {
+		t.Errorf("sentinel: error %v, want one naming row 777 and -allow-outliers", err)
+	}
+	if _, data := mustLoad(t, "-data", path, "-allow-outliers"); data.Sequences[0].Y[776] != -9.99e9 {
+		t.Error("-allow-outliers: the value was not kept")
+	}
+	// The DAX returns themselves (the largest about 15 robust sds out), a
+	// series mostly of zeros, and prices pass.
+	zeros := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: append(make([]float64, 900), dax.Y[:100]...)}}}
+	if err := errors.Join(checkOutliers("dax", ssm.Dataset{Sequences: []ssm.Sequence{dax}}), checkOutliers("zeros", zeros)); err != nil {
+		t.Errorf("ordinary data refused: %v", err)
+	}
+	if w := smallDataWarning(ssm.Dataset{Sequences: []ssm.Sequence{dax}}); w != "" {
+		t.Errorf("T = %d: warning %q", dax.Len(), w)
+	}
+	// 40 observations: the warning on stderr and among the posterior's.
+	var short strings.Builder
+	for _, v := range dax.Y[:40] {
+		fmt.Fprintf(&short, "%.17g\n", v)
+	}
+	spath := filepath.Join(t.TempDir(), "short.csv")
+	os.WriteFile(spath, []byte(short.String()), 0o644)
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"-data", spath, "-model", "lgssm", "-out", t.TempDir(), "-q", "-json", "-chains", "2",
+		"-iters", "200", "-warmup", "50", "-ksd", "0"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("40 observations: %v\n%s", err, stderr.String())
+	}
+	want := "only 40 observed values (fewer than 50): the posterior stays close to the prior"
+	var o outputJSON
+	if err := json.Unmarshal(stdout.Bytes(), &o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "fit: warning: "+want) || !hasWarning(o.Warnings, want) {
+		t.Errorf("40 observations: stderr %q, warnings %q; want %q in both", stderr.String(), o.Warnings, want)
+	}
+}
+
+// Real files: quoted prices with thousands separators are read, with one
+// note; a UTF-16 file is decoded; a date column's error names -col, not
+// an API type.
+func TestRealFiles(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("\"Date\",\"Price\",\"Vol.\"\n")
+	p := 10000.0
+	for i := range 300 {
+		fmt.Fprintf(&b, "\"2024-%02d-%02d\",\"%s\",\"1,234\"\n", 1+i/12, 1+i%28, grouped(p))
+		p *= 1 + 0.01*math.Sin(float64(i))
+	}
+	path := filepath.Join(dir, "prices.csv")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	var stderr bytes.Buffer
+	c, err := parseFlags([]string{"-data", path, "-col", "Price", "-returns", "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := loadData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data.Sequences[0].Len() != 299 || math.IsNaN(data.Sequences[0].Y[1]) {
+		t.Errorf("read %d returns", data.Sequences[0].Len())
+	}
+	for _, n := range c.notes {
+		fmt.Fprintln(&stderr, n)
+	}
+	if n := strings.Count(stderr.String(), "thousands separators"); n != 1 || !strings.Contains(stderr.String(), `read "10,000.00" (line 2, column 2) as 10000`) {
+		t.Errorf("notes %q, want one naming the first grouped cell", c.notes)
+	}
+	// UTF-16 little-endian, as Excel's "Unicode text" writes.
+	u16 := []byte{0xFF, 0xFE}
+	for _, r := range "y\n1.5\n-0.25\n" + strings.Repeat("0.5\n-0.5\n", 30) {
+		u16 = append(u16, byte(r), 0)
+	}
+	upath := filepath.Join(dir, "u16.csv")
+	os.WriteFile(upath, u16, 0o644)
+	c, data = mustLoad(t, "-data", upath)
+	if y := data.Sequences[0].Y; len(y) != 62 || y[0] != 1.5 || y[1] != -0.25 || !strings.Contains(strings.Join(c.notes, " "), "UTF-16 little-endian") {
+		t.Errorf("UTF-16: %d values, notes %q", len(y), c.notes)
+	}
+	// The date column: the command's error names -col.
+	err = run(context.Background(), []string{"-data", path, "-q", "-out", t.TempDir()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-col") || strings.Contains(err.Error(), "CSVColumn") {
+		t.Errorf("date column: error %v, want one naming -col and no API type", err)
+	}
+}
+
+// grouped writes v with two decimals and thousands separators
+// (10000 as "10,000.00").
+func grouped(v float64) string {
+	intPart, frac, _ := strings.Cut(strconv.FormatFloat(v, 'f', 2, 64), ".")
+	var g []string
+	for len(intPart) > 3 {
+		g = append([]string{intPart[len(intPart)-3:]}, g...)
+		intPart = intPart[:len(intPart)-3]
+	}
+	return strings.Join(append([]string{intPart}, g...), ",") + "." + frac
+}
+
+// TestCommandHelper is the subprocess of TestInterrupts: the command with
+// its signal handling and exit code, with the arguments in
+// FIT_COMMAND_ARGS.
+func TestCommandHelper(t *testing.T) {
+	args := os.Getenv("FIT_COMMAND_ARGS")
+	if args == "" {
+		t.Skip("helper process only")
+	}
+	os.Exit(command(strings.Fields(args), os.Stdout, os.Stderr))
+}
+
+// startCommand starts the command in a subprocess and returns a function
+// that waits until its stderr holds want (failing after a minute), and
+// one that waits for its end and returns its exit code, stdout and stderr.
+func startCommand(t *testing.T, args string) (cmd *exec.Cmd, await func(want string), wait func() (int, string, string)) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestCommandHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "FIT_COMMAND_ARGS="+args)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var stderr strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := pipe.Read(buf)
+			mu.Lock()
+			stderr.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	await = func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			ok := strings.Contains(stderr.String(), want)
+			mu.Unlock()
+			if ok {
+				return
+			}
+		}
+		cmd.Process.Kill()
+		t.Fatalf("no %q on stderr within a minute", want)
+	}
+	wait = func() (int, string, string) {
+		<-done
+		cmd.Wait()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	return cmd, await, wait
+}
+
+// An interrupt before the first draw ends the command within seconds
+// with one line and exit code 130 (SIGINT); with -checkpoint a finished
+// preparation is kept and the next run resumes from it. An interrupt
+// during the sampling prints the summary of the draws so far and exits
+// with 143 (SIGTERM).
+func TestInterrupts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	lg := "-model lgssm -filter grid -data " + filepath.Join("..", "..", "testdata", "lgssm_sim.csv") + " -chains 2 -ksd 0"
+
+	// SIGINT during the warm-up of the DAX fit.
+	cmd, await, wait := startCommand(t, "-data "+daxPath+" -out "+t.TempDir())
+	await("warm-up")
+	t0 := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	code, stdout, stderr := wait()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != exitSIGINT || lines[len(lines)-1] != "fit: interrupted while preparing (no draws yet)" ||
+		strings.Contains(stderr, "context canceled") || stdout != "" || time.Since(t0) > 10*time.Second {
+		t.Errorf("SIGINT in the warm-up: exit %d after %v, stdout %q, stderr:\n%s", code, time.Since(t0), stdout, stderr)
+	}
+
+	// SIGINT after the preparation, with -checkpoint: the next run resumes.
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	args := lg + " -iters 400000 -out " + dir + " -checkpoint " + ck
+	cmd, await, wait = startCommand(t, args)
+	await("adaptation")
+	cmd.Process.Signal(os.Interrupt)
+	code, _, stderr = wait()
+	lines = strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != exitSIGINT || !strings.HasPrefix(lines[len(lines)-1], "fit: interrupted") {
+		t.Errorf("SIGINT after the preparation: exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(lines[len(lines)-1], "no draws yet") && !strings.Contains(lines[len(lines)-1], "the same command resumes from "+ck) {
+		t.Errorf("SIGINT after the preparation: %q does not say what the next run resumes from", lines[len(lines)-1])
+	}
+	cmd, await, wait = startCommand(t, args)
+	await("resuming: preparation read from " + ck + ".prep")
+	await("sampling:")
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	code, stdout, stderr = wait()
+	if code != exitSIGTERM || !strings.Contains(stdout, "posterior of the natural parameters") ||
+		!strings.Contains(stderr, "fit: interrupted during the sampling: the summary covers the") {
+		t.Errorf("SIGTERM in the sampling: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lockName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the interrupted run left its lock: %v", err)
+	}
+}
+
+// A damaged checkpoint file is refused by the command with one line
+// naming the file and the cure in its own terms (-checkpoint).
+func TestCheckpointDamageCommand(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	args := []string{"-model", "lgssm", "-filter", "grid", "-data", filepath.Join("..", "..", "testdata", "lgssm_sim.csv"), "-chains", "2",
+		"-ksd", "0", "-iters", "200", "-warmup", "50", "-adapt", "100", "-q", "-out", dir, "-checkpoint", ck}
+	if err := run(context.Background(), args, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ck + ".draws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	os.WriteFile(ck+".draws", b, 0o644)
+	err = run(context.Background(), args, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), ck+".draws is damaged") || !strings.Contains(err.Error(), "or use another -checkpoint path") ||
+		strings.Contains(err.Error(), "\n") {
+		t.Errorf("damaged ck.draws: error %v, want one line naming it and -checkpoint", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(m) > 0 {
+		t.Errorf("temporary files left in -out: %v", m)
+	}
 }
