@@ -310,6 +310,9 @@ type fit struct {
 	newtonWarn string
 	data       ssm.Dataset
 	dim        int
+	precs      []*Precond        // the SGLD chains' methods, for clippedSteps
+	gridEdges  func() (edge, proposals int) // the full-data chains' proposals refused at a grid's edge, and all of them (nil: none)
+	isEdge     [2]int                       // importance sampling's log posteriors refused at a grid's edge, and all of them
 	gset       gradient.Settings // the plain chains' filter
 	cvset      gradient.Settings // the control-variate chains' filter
 	aset       gradient.Settings // the anchor's filter (AnchorParticles)

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 )
 
 // FullGradient's chains are prepared by adaptive importance sampling
@@ -888,6 +890,7 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	nfail := make([]int, workers)
+	nedge := make([]int, workers)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -912,6 +915,9 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 				if err != nil {
 					lp = math.Inf(-1)
 					nfail[w]++
+					if ge := (*gradient.GridEdgeError)(nil); errors.As(err, &ge) {
+						nedge[w]++
+					}
 					if errs[w] == nil {
 						errs[w] = err
 					}
@@ -923,6 +929,10 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	f.isEdge[1] += len(xs)
+	for _, n := range nedge {
+		f.isEdge[0] += n
 	}
 	err := errors.Join(errs...)
 	if !slices.ContainsFunc(out, func(lp float64) bool { return !math.IsInf(lp, -1) }) {

@@ -2,11 +2,14 @@ package sgmcmc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
+
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 )
 
 // mala is Precond's update made exact by a Metropolis–Hastings test, for
@@ -74,6 +77,22 @@ type mala struct {
 	// accepted and proposed count the Langevin proposals' tests, indAcc
 	// and indProp the independence proposals'.
 	accepted, proposed, indAcc, indProp int
+	// edge counts the proposals refused because a window's grid did not
+	// cover the filter's mass there (gradient.GridEdgeError).
+	edge int
+}
+
+// refused reports whether err is non-nil, counting a proposal refused
+// for a grid too narrow at it in edge.
+func (m *mala) refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ge *gradient.GridEdgeError
+	if errors.As(err, &ge) {
+		m.edge++
+	}
+	return true
 }
 
 // malaIndependence is the default probability of an independence
@@ -257,7 +276,7 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 		return
 	}
 	lp1, err := m.Grad(context.Background(), m.gp, m.up, rng)
-	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) || firstNonFinite(m.gp) >= 0 {
+	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) || firstNonFinite(m.gp) >= 0 {
 		return // rejected: outside the support or a failed filter
 	}
 	m.drift(m.d1, m.gp, h)
@@ -281,7 +300,7 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 		return
 	}
 	lp1, err := m.logPost(context.Background(), m.up, rng)
-	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
+	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
 		return
 	}
 	if logU < lp1-lp0+m.ind.logDensity(u, m.d1)-m.ind.logDensity(m.up, m.d1) {
@@ -304,7 +323,7 @@ func (m *mala) surrogate(u []float64, lp0 float64, rng *rand.Rand) {
 		return // no log posterior at u, or P^K stayed at u
 	}
 	lp1, err := m.logPost(context.Background(), m.up, rng)
-	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
+	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
 		return
 	}
 	if logU < lp1-lp0-dl {
@@ -340,7 +359,7 @@ func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
 		return
 	}
 	lp1, err := m.logPost(context.Background(), m.up, rng)
-	if err != nil || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
+	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
 		return
 	}
 	if logU < lp1-lp0 {
@@ -428,7 +447,13 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 					fail(err)
 				}
 				return est
-			}, func(int) Method { return &Precond{L: pr.Chol, W: w, MaxDrift: 1} },
+			}, func(c int) Method {
+				m := &Precond{L: pr.Chol, W: w, MaxDrift: 1}
+				mu.Lock()
+				f.precs = append(f.precs, m) // clippedSteps reads their counts
+				mu.Unlock()
+				return m
+			},
 			func() (float64, float64) { return math.NaN(), math.NaN() }, nil
 	}
 	chains := make([]*mala, f.s.Chains)
@@ -454,6 +479,15 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 			}
 		}
 		return chains[c]
+	}
+	f.gridEdges = func() (edge, proposals int) {
+		for _, m := range chains {
+			if m != nil {
+				edge += m.edge
+				proposals += m.proposed + m.indProp
+			}
+		}
+		return edge, proposals
 	}
 	rates := func() (float64, float64) {
 		acc, prop, ia, ip := 0, 0, 0, 0
@@ -492,4 +526,16 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 			}
 			return nil
 		}, rates, retarget
+}
+
+// clippedSteps returns the SGLD steps, over every chain and segment, whose
+// injected covariance (2h − h²)I − h²W was not positive semi-definite
+// and was clipped (Precond.Clipped): there the gradient noise exceeds the
+// diffusion the step allows, and the draws are wider than the posterior.
+func (f *fit) clippedSteps() int {
+	n := 0
+	for _, m := range f.precs {
+		n += m.Clipped
+	}
+	return n
 }

@@ -164,9 +164,11 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	var res *Result
 	var runErr error
 	stopped := 0
-	stay, stayChain := 0, 0 // the last segment's longest stay at one point (longestStay)
-	stuck := false          // and whether it is too long (stayLimit, stayFrac)
-	done := 0               // iterations per chain so far
+	stay, stayChain := 0, 0  // the last segment's longest stay at one point (longestStay)
+	stuck := false           // and whether it is too long (stayLimit, stayFrac)
+	var spread *spreadResult // the spread check's outcome (tailcheck.go)
+	spreadAt := 0            // and the iterations per chain it saw
+	done := 0                // iterations per chain so far
 	for seg := 0; ; seg++ {
 		trace := &Trace{Transform: natural, NaturalDim: len(names)}
 		recs := []Recorder{trace}
@@ -250,21 +252,41 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			user.offset += iters
 		}
 		done += iters
-		if seg >= lastSeg && (seg+1 >= maxSegments || float64(done*f.s.Chains)*f.iterCost() >= cheapSampling) || runErr != nil || stopped > 0 ||
-			f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(res, post) {
-			break
-		}
-		ess, rhat := convergence(post, len(names))
+		// The stay check on every segment, the last one included (a cap,
+		// a fixed Iterations, a checkpoint or a time budget ends the loop
+		// below).
 		segU := make([][]float64, len(trace.Chains))
 		for c, ch := range trace.Chains {
 			segU[c] = ch.U
 		}
 		stay, stayChain = longestStay(segU, f.dim)
 		stuck = pr.Gradient == FullGradient && stay >= max(stayLimit, int(stayFrac*float64(iters)))
-		cheapMore := 0
+		if seg >= lastSeg && (seg+1 >= maxSegments || float64(done*f.s.Chains)*f.iterCost() >= cheapSampling) || runErr != nil || stopped > 0 ||
+			f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(res, post) {
+			break
+		}
+		ess, rhat := convergence(post, len(names))
+		cheapMore, spreadMore := 0, 0
 		if ess >= float64(f.s.TargetESS) && rhat <= 1.01 {
 			if cheapMore = f.cheapMore(done); !stuck && cheapMore == 0 {
-				break
+				// The spread check, once: chains that pass R-hat and ESS
+				// may still share a blind spot in the tails.
+				n := f.spreadDraws()
+				if n == 0 || spread != nil {
+					break
+				}
+				var err error
+				if spread, err = f.spreadCheck(ctx, post.U, n, uint64(seg)); err != nil {
+					f.log("spread check not run: %v", err)
+					break
+				}
+				spreadAt = done
+				if k, _ := spread.off(); k < 0 {
+					f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(spread), spread.ess)
+					break
+				}
+				f.log("spread check: %s", spreadWarning(spread, names))
+				spreadMore = done
 			}
 			if stuck {
 				f.log("chain %d stood %d iterations at one point: its proposals miss part of the posterior there", stayChain, stay)
@@ -282,7 +304,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 				}
 				last.ess, _ = convergence(&Posterior{Natural: segNat}, len(names))
 			}
-			iters = max(f.fullExtension(post, logPost, ess, last, retarget), f.s.Thin*cheapMore)
+			iters = max(f.fullExtension(post, logPost, ess, last, retarget), f.s.Thin*cheapMore, spreadMore)
 		} else {
 			// Enough for the ESS target, and at least half as many again
 			// when only R-hat is short.
@@ -291,6 +313,22 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		iters, lastSeg = capExtension(iters, done, lastSeg)
 		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
+	}
+	// The spread check on the final draws, unless it already passed on
+	// them: a fixed Iterations, a checkpoint, a cap or an extension after
+	// a failed check end here.
+	if n := f.spreadDraws(); n > 0 && ctx.Err() == nil && done > spreadAt {
+		if r, err := f.spreadCheck(ctx, post.U, n, 1<<20); err == nil {
+			spread = r
+			f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(r), r.ess)
+		} else {
+			f.log("spread check not run: %v", err)
+		}
+	}
+	if spread != nil {
+		if w := spreadWarning(spread, names); w != "" {
+			post.Warnings = append(post.Warnings, w)
+		}
 	}
 	if stuck {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stood %d iterations at one point in the last segment: the independence proposals or surrogate transitions miss part of the posterior there, which R-hat and ESS may not show; run longer (-iters) or check the tails", stayChain, stay))
@@ -368,6 +406,13 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 				break
 			}
 		}
+	}
+	if w := f.gridEdgeWarning(); w != "" {
+		post.Warnings = append(post.Warnings, w)
+	}
+	if n := f.clippedSteps(); n > 0 {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("%d of the SGLD steps injected more noise than the posterior allows (step %.3g with gradient noise λ_max(W) = %.3g needs h(1 + λ) ≤ 2): the draws are wider than the posterior; use a smaller StepSize or leave it 0",
+			n, h, maxEigen(f.noiseW(), f.dim)))
 	}
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
