@@ -21,7 +21,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -32,9 +34,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"unicode/utf16"
 
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 	"github.com/pbsgmcmc/pbsgmcmc/examples/internal/report"
@@ -129,6 +133,8 @@ func badFlag(format string, a ...any) error { return usageError{error: fmt.Error
 
 type config struct {
 	model, data, id, col, out, checkpoint string
+	cols                                  string   // -cols (msv): the columns, comma-separated
+	series                                []string // msv: the name of each component of y_t (header names, else y1, y2, …)
 	proposal                              compare.ProposalFlag
 	kalman, json, quiet, returns, demean  bool
 	allowOutliers                         bool
@@ -149,13 +155,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fmt.Fprint(fs.Output(), exitCodesHelp)
 	}
 	c.set.RegisterFlags(fs) // -S -B -N -Ncv -filter -gradient -step -warmup -adapt -iters -time -thin -chains -seed -ksd -q
-	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm or garch")
+	fs.StringVar(&c.model, "model", "svm", "model: lgssm, svm, garch or msv (multivariate stochastic volatility: every column of the CSV, or those of -cols, is one series)")
 	fs.StringVar(&c.data, "data", filepath.Join("testdata", "dax_returns.csv"), "observations: a CSV file (one column, or pick one with -col; empty cells, NaN, NA, null, '.' and #N/A are missing values) or a .bin file in ssm.WriteBinary's format (memory-mapped; examples/simulate writes one)")
 	fs.StringVar(&c.id, "id", "", "name of the id column of a CSV holding several sequences (long format; with -col, the value column of a panel such as ticker,date,close,volume)")
 	fs.BoolVar(&c.returns, "returns", false, "fit the percent log returns 100·(log y_t − log y_{t−1}) of the data: prices or index levels (a missing price makes both returns that use it missing)")
 	fs.Float64Var(&c.scale, "scale", 1, "multiply the data by this (after -returns): 100 turns returns in fractions into the percent the default priors expect; parameters, states and forecasts are then in the scaled units")
 	fs.BoolVar(&c.demean, "demean", false, "subtract each sequence's mean (after -returns and -scale): the LGSSM's state is an AR(1) about 0 with no intercept, so data about a level (a temperature, a rate) are fitted as deviations from it; without it the level is fitted as persistence (phi near 1)")
 	fs.StringVar(&c.col, "col", "", "the column of a many-column CSV to fit: its header name or its 1-based index (e.g. -col return for date,return; with -id, of each sequence)")
+	fs.StringVar(&c.cols, "cols", "", "msv: the columns of the CSV to fit as the series, comma-separated header names or 1-based indices (e.g. -cols dax,cac or -cols 2,3 for date,dax,cac; default: every column)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
 	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 or 24 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64; for the coarser 32 and 24, Richardson's extrapolation from 32 and 64) and warns when that correction is large")
@@ -182,15 +189,21 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	c.set.Exact, c.set.Checkpoint, c.quiet = c.kalman, c.checkpoint, c.set.Progress == nil
 	switch {
-	case c.model != "lgssm" && c.model != "svm" && c.model != "garch":
-		return nil, badFlag("unknown model %q (want lgssm, svm or garch)", c.model)
+	case c.model != "lgssm" && c.model != "svm" && c.model != "garch" && c.model != "msv":
+		return nil, badFlag("unknown model %q (want lgssm, svm, garch or msv)", c.model)
+	case c.cols != "" && c.model != "msv":
+		return nil, badFlag("-cols needs -model msv (the other models fit one column: pick it with -col)")
+	case c.cols != "" && c.col != "":
+		return nil, badFlag("-col and -cols: give one (-cols for the series of -model msv)")
+	case c.model == "msv" && strings.HasSuffix(c.data, ".bin"):
+		return nil, badFlag("-model msv reads its series from the columns of a CSV file, not from the binary %s (which does not record them)", c.data)
 	case c.nodes != 0 && (c.nodes < 16 || c.nodes > 1024):
 		return nil, badFlag("-nodes = %d: want 0 (64 nodes) or 16 to 1024", c.nodes)
 	case c.nodes != 0 && c.model != "garch":
 		return nil, badFlag("-nodes needs -model garch")
 	case c.kalman && c.model != "lgssm":
 		return nil, badFlag("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
-	case strings.HasSuffix(c.data, ".bin") && (c.id != "" || c.col != ""):
+	case strings.HasSuffix(c.data, ".bin") && (c.id != "" || c.col != "" || c.cols != ""):
 		return nil, badFlag("-id and -col apply to CSV files, not to the binary %s", c.data)
 	case c.data == "":
 		return nil, badFlag("-data is empty (want a CSV or .bin file)")
@@ -202,6 +215,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.col != "" {
 		if _, err := ssm.ParseCSVColumn(c.col); err != nil {
 			return nil, badFlag("-col %q: %s", c.col, strings.TrimPrefix(err.Error(), "ssm: "))
+		}
+	}
+	if c.cols != "" {
+		if _, err := parseCols(c.cols); err != nil {
+			return nil, usageError{error: err}
 		}
 	}
 	switch o := &c.st; {
@@ -294,14 +312,22 @@ func probeWritable(flag, path string) error {
 // observed value.
 // The mapping of a .bin file lives as long as the process.
 func loadData(c *config) (ssm.Dataset, error) {
-	note := func(m string) { c.notes = append(c.notes, m) }
-	data, _, err := ssm.DataFile{Path: c.data, ID: c.id, Column: c.col, Note: note}.Open()
-	if err != nil {
-		// The library's advice for a non-numeric column names the flag here.
-		return data, errors.New(strings.Replace(err.Error(), ssm.PickColumnHint, "pick the value column with -col NAME or -col N", 1))
-	}
-	if err := data.Validate(1); err != nil {
-		return data, fmt.Errorf("%s: the models are univariate (pick a column with -col; a decimal comma, 0,5, makes two columns): %w", c.data, err)
+	var data ssm.Dataset
+	var err error
+	if c.model == "msv" {
+		if data, err = loadSeries(c); err != nil {
+			return data, err
+		}
+	} else {
+		note := func(m string) { c.notes = append(c.notes, m) }
+		data, _, err = ssm.DataFile{Path: c.data, ID: c.id, Column: c.col, Note: note}.Open()
+		if err != nil {
+			// The library's advice for a non-numeric column names the flag here.
+			return data, errors.New(strings.Replace(err.Error(), ssm.PickColumnHint, "pick the value column with -col NAME or -col N", 1))
+		}
+		if err := data.Validate(1); err != nil {
+			return data, fmt.Errorf("%s: the %s model is univariate (pick a column with -col, or fit several with -model msv; a decimal comma, 0,5, makes two columns): %w", c.data, c.model, err)
+		}
 	}
 	if !strings.HasSuffix(c.data, ".bin") {
 		// Investing.com, Nasdaq.com and MarketWatch list the newest day
@@ -339,6 +365,14 @@ func loadData(c *config) (ssm.Dataset, error) {
 		if !seq.Observed(0, seq.Len()) {
 			return data, fmt.Errorf("%s: %s has no observed values (every cell is missing)", c.data, seqName(data, j))
 		}
+		if c.model != "msv" {
+			continue
+		}
+		for i := range seq.Obs {
+			if !componentObserved(seq, i) {
+				return data, fmt.Errorf("%s: the series %s of %s has no observed values (every cell of its column is missing)", c.data, c.series[i], seqName(data, j))
+			}
+		}
 	}
 	if !c.allowOutliers {
 		if err := checkOutliers(c.data, data); err != nil {
@@ -356,7 +390,7 @@ func seqName(data ssm.Dataset, j int) string {
 	return fmt.Sprintf("sequence %d", j)
 }
 
-var modelNamed = map[string]ssm.Model{"lgssm": models.LGSSM{}, "svm": models.SVM{}, "garch": models.GARCH{}}
+var modelNamed = map[string]ssm.Model{"lgssm": models.LGSSM{}, "svm": models.SVM{}, "garch": models.GARCH{}, "msv": models.MSV{D: 1}} // msv: D from the data
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args, stderr)
@@ -385,6 +419,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	base := modelNamed[c.model]
 	if c.nodes != 0 {
 		base = models.GARCH{Nodes: c.nodes}
+	}
+	if c.model == "msv" {
+		base = models.MSV{D: data.Sequences[0].Obs}
 	}
 	m, proposal := c.proposal.Apply(base)
 	c.set.Proposal = proposal
@@ -440,7 +477,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		err = writeJSON(stdout, c, post)
 	} else if err = writeText(stdout, c, data, post); err == nil {
-		err = c.st.writeText(stdout)
+		err = c.st.writeText(stdout, c.series)
 	}
 	if err != nil {
 		return err
@@ -480,7 +517,17 @@ func computeStates(ctx context.Context, c *config, data ssm.Dataset, post *sgmcm
 	if err != nil {
 		return err
 	}
-	return os.Rename(png, filepath.Join(c.out, "states.png"))
+	// states.png, or one plot per series for msv (states1.png, …).
+	pngs, err := filepath.Glob(filepath.Join(filepath.Dir(png), "states*.png"))
+	if err != nil {
+		return err
+	}
+	for _, p := range pngs {
+		if err := os.Rename(p, filepath.Join(c.out, filepath.Base(p))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // interruptedEarly is the error of a run interrupted before its first
@@ -514,7 +561,11 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 	if pr.Grid.Nodes > 0 {
 		return g + fmt.Sprintf(", grid filter with %d nodes (spacing %.3g)", pr.Grid.Nodes, pr.Grid.Spacing())
 	}
-	return g + fmt.Sprintf(", N = %d particles (%s proposal)", c.set.N, c.proposal.String())
+	proposal := c.proposal.String()
+	if c.model == "msv" {
+		proposal = "bootstrap" // MSV's kernel has no guided proposal
+	}
+	return g + fmt.Sprintf(", N = %d particles (%s proposal)", c.set.N, proposal)
 }
 
 func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior) error {
@@ -522,7 +573,11 @@ func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior)
 	if post.Preparation.Gradient == sgmcmc.FullGradient {
 		method = "Metropolis–Hastings (Langevin and independence proposals)"
 	}
-	fmt.Fprintf(w, "%s fitted to %s (T = %d) by %s, %s\n", strings.ToUpper(c.model), c.data, data.TotalLen(), method, describe(c, post))
+	series := ""
+	if c.model == "msv" {
+		series = fmt.Sprintf(", D = %d series: %s", len(c.series), strings.Join(c.series, ", "))
+	}
+	fmt.Fprintf(w, "%s fitted to %s (T = %d%s) by %s, %s\n", strings.ToUpper(c.model), c.data, data.TotalLen(), series, method, describe(c, post))
 	chains := "chains"
 	if len(post.U) == 1 {
 		chains = "chain"
@@ -539,12 +594,13 @@ func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior)
 // sgmcmc.PosteriorReport's fields, and the forecast and holdout members.
 func writeJSON(w io.Writer, c *config, post *sgmcmc.Posterior) error {
 	return json.NewEncoder(w).Encode(struct {
-		Model string `json:"model"`
-		Data  string `json:"data"`
+		Model  string   `json:"model"`
+		Data   string   `json:"data"`
+		Series []string `json:"series,omitempty"` // msv: the column of each component of y_t
 		sgmcmc.PosteriorReport
 		Forecast *forecastJSON `json:"forecast,omitempty"`
 		Holdout  *holdoutJSON  `json:"holdout,omitempty"`
-	}{c.model, c.data, post.Report(), c.st.forecastJSON(), c.st.holdoutJSON()})
+	}{c.model, c.data, c.series, post.Report(), c.st.forecastJSON(c.series), c.st.holdoutJSON()})
 }
 
 // outlierSDs is how many robust sds from the median a value may lie
@@ -634,4 +690,179 @@ func smallDataWarning(data ssm.Dataset) string {
 		return ""
 	}
 	return fmt.Sprintf("only %d observed values (fewer than %d): the posterior stays close to the prior, and the summary mostly reflects the prior's choice", n, fewObservations)
+}
+
+// parseCols splits -cols into its column choices (header names or 1-based
+// indices), or returns an error naming the flag.
+func parseCols(s string) ([]string, error) {
+	specs := strings.Split(s, ",")
+	for i, spec := range specs {
+		specs[i] = strings.TrimSpace(spec)
+		if _, err := ssm.ParseCSVColumn(spec); err != nil {
+			return nil, fmt.Errorf("-cols %q: entry %d: %s", s, i+1, strings.TrimPrefix(err.Error(), "ssm: "))
+		}
+	}
+	return specs, nil
+}
+
+// loadSeries reads the series of -model msv: every column of the CSV file
+// (but the -id column), or those of -cols (or -col: one series), as the
+// components of y_t, and names them in c.series by their header (y1, y2, …
+// without one). Empty cells and the other missing markers are NaN.
+func loadSeries(c *config) (ssm.Dataset, error) {
+	seen := map[string]bool{}
+	note := func(m string) {
+		if !seen[m] { // one note per file, not one per column read
+			seen[m] = true
+			c.notes = append(c.notes, m)
+		}
+	}
+	header, err := csvHeader(c.data)
+	if err != nil {
+		return ssm.Dataset{}, err
+	}
+	flagName, list := "-cols", c.cols
+	if list == "" && c.col != "" {
+		flagName, list = "-col", c.col
+	}
+	if list == "" {
+		data, _, err := ssm.DataFile{Path: c.data, ID: c.id, Note: note}.Open()
+		if err != nil {
+			return data, errors.New(strings.Replace(err.Error(), ssm.PickColumnHint, "pick the series' columns with -cols NAME,NAME or -cols N,N", 1))
+		}
+		d := data.Sequences[0].Obs
+		names := slices.DeleteFunc(slices.Clone(header), func(n string) bool { return c.id != "" && n == c.id })
+		if len(names) != d { // no header
+			names = names[:0]
+			for i := range d {
+				names = append(names, fmt.Sprintf("y%d", i+1))
+			}
+		}
+		c.series = names
+		return data, nil
+	}
+	specs, err := parseCols(list)
+	if err != nil {
+		return ssm.Dataset{}, err
+	}
+	var parts []ssm.Dataset
+	at := map[int]string{} // the 0-based file column of each pick
+	for _, spec := range specs {
+		col, _ := ssm.ParseCSVColumn(spec)
+		j := col.Index - 1
+		if col.Name != "" {
+			j = slices.Index(header, col.Name)
+		}
+		if prev, dup := at[j]; dup && j >= 0 {
+			return ssm.Dataset{}, fmt.Errorf("%s %s: %q and %q are the same column of %s: each series once", flagName, list, prev, spec, c.data)
+		}
+		at[j] = spec
+		part, _, err := ssm.DataFile{Path: c.data, ID: c.id, Column: spec, Note: note}.Open()
+		if err != nil {
+			return ssm.Dataset{}, fmt.Errorf("%s %s: %w", flagName, list, err)
+		}
+		parts = append(parts, part)
+		name := col.Name
+		if name == "" {
+			name = fmt.Sprintf("y%d", col.Index)
+			if j < len(header) {
+				name = header[j]
+			}
+		}
+		c.series = append(c.series, name)
+	}
+	return interleave(parts, c.data)
+}
+
+// interleave makes one Dataset of one-column parts read from the same
+// rows of path: component i of y_t is part i's value at t.
+func interleave(parts []ssm.Dataset, path string) (ssm.Dataset, error) {
+	out := ssm.Dataset{IDs: parts[0].IDs}
+	d := len(parts)
+	for j := range parts[0].Sequences {
+		T := parts[0].Sequences[j].Len()
+		seq := ssm.Sequence{Obs: d, Y: make([]float64, T*d)}
+		for i, p := range parts {
+			if len(p.Sequences) != len(parts[0].Sequences) || p.Sequences[j].Len() != T {
+				return out, fmt.Errorf("%s: the picked columns have different numbers of rows", path)
+			}
+			for t, v := range p.Sequences[j].Y {
+				seq.Y[t*d+i] = v
+			}
+		}
+		out.Sequences = append(out.Sequences, seq)
+	}
+	return out, nil
+}
+
+// componentObserved reports whether component i of seq has an observed
+// (non-NaN) value.
+func componentObserved(seq ssm.Sequence, i int) bool {
+	for t := range seq.Len() {
+		if !math.IsNaN(seq.Y[t*seq.Obs+i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// csvHeader returns the cells of the first row of the CSV file path,
+// trimmed, when that row is a header (some cell is neither a number nor a
+// missing marker), and nil otherwise. It reads the first megabyte, after a
+// UTF-8 byte order mark or decoding UTF-16 as ssm's readers do; a file it
+// cannot open is an error (the readers' own errors come later).
+func csvHeader(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(b) >= 3 && string(b[:3]) == "\uFEFF":
+		b = b[3:]
+	case len(b) >= 2 && (b[0] == 0xFF && b[1] == 0xFE || b[0] == 0xFE && b[1] == 0xFF):
+		big := b[0] == 0xFE
+		u := make([]uint16, 0, len(b)/2)
+		for i := 2; i+1 < len(b); i += 2 {
+			if big {
+				u = append(u, uint16(b[i])<<8|uint16(b[i+1]))
+			} else {
+				u = append(u, uint16(b[i+1])<<8|uint16(b[i]))
+			}
+		}
+		b = []byte(string(utf16.Decode(u)))
+	}
+	r := csv.NewReader(bytes.NewReader(b))
+	r.FieldsPerRecord = -1
+	rec, err := r.Read()
+	if err != nil {
+		return nil, nil // no header to name the series by; the reader says what is wrong
+	}
+	header := false
+	for i, cell := range rec {
+		rec[i] = strings.TrimSpace(cell)
+		if !numberOrMissing(rec[i]) {
+			header = true
+		}
+	}
+	if !header {
+		return nil, nil
+	}
+	return rec, nil
+}
+
+// numberOrMissing reports whether a trimmed CSV cell reads as a value: a
+// number (possibly with a trailing % or thousands separators) or one of
+// ssm.ReadCSV's missing markers.
+func numberOrMissing(cell string) bool {
+	switch strings.ToLower(cell) {
+	case "", "nan", "na", "null", ".", "#n/a", "n/a", "#n/a n/a", "none":
+		return true
+	}
+	_, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSuffix(cell, "%"), ",", ""), 64)
+	return err == nil
 }

@@ -27,7 +27,7 @@ import (
 // stateOpts holds the latent-state, forecast and model-comparison flags
 // and what they computed (-states, -forecast, -holdout, -state-draws).
 type stateOpts struct {
-	file     string // -states: CSV of the smoothed first state component
+	file     string // -states: CSV of the smoothed first state component (msv: of every series')
 	forecast int    // -forecast: horizon H
 	holdout  int    // -holdout: rows of sequence 0 held out of the fit and scored
 	draws    int    // -state-draws: posterior draws D
@@ -41,8 +41,8 @@ type stateOpts struct {
 }
 
 func (o *stateOpts) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.file, "states", "", "write CSV t,mean,sd,q05,q50,q95 of the posterior-integrated smoothed first state component (t = 0..T, SVM: log-volatility x_t) of the first sequence to this file, and states.png (data with the smoothed volatility band) to -out")
-	fs.IntVar(&o.forecast, "forecast", 0, "print (and with -json report) the H-step-ahead posterior predictive forecast of the volatility (of x and y for lgssm)")
+	fs.StringVar(&o.file, "states", "", "write CSV t,mean,sd,q05,q50,q95 of the posterior-integrated smoothed first state component (t = 0..T, SVM: log-volatility x_t) of the first sequence to this file, and states.png (data with the smoothed volatility band) to -out; msv: the columns NAME_mean,NAME_sd,NAME_q05,NAME_q50,NAME_q95 for each series' log-volatility, and states1.png, states2.png, … (states.png for one series)")
+	fs.IntVar(&o.forecast, "forecast", 0, "print (and with -json report) the H-step-ahead posterior predictive forecast of the volatility (of x and y for lgssm; of each series' log-volatility x and return y for msv)")
 	fs.IntVar(&o.holdout, "holdout", 0, "fit all but the last H rows of the first sequence and report their log predictive score (log of the posterior-mean predictive density, by particle filter or Kalman) and the log-likelihood at the posterior mean: compare models on the same data")
 	fs.IntVar(&o.draws, "state-draws", 200, "posterior draws integrated over by -states, -forecast and -holdout")
 }
@@ -90,10 +90,7 @@ func (o *stateOpts) compute(ctx context.Context, c *config, data ssm.Dataset, po
 			return err
 		}
 		o.states = st
-		if err := writeStatesCSV(o.file, st); err != nil {
-			return err
-		}
-		if err := statesPNG(filepath.Join(c.out, "states.png"), c.model, data.Sequences[0], st); err != nil {
+		if err := writeStates(o.file, c, data.Sequences[0], st); err != nil {
 			return err
 		}
 	}
@@ -141,6 +138,72 @@ func (o *stateOpts) holdoutJSON() *holdoutJSON {
 	sc := o.score
 	return &holdoutJSON{Rows: o.held.Len(), LogScore: f(sc.LogScore), SE: f(sc.SE), ESS: f(sc.ESS), Pointwise: f(sc.Pointwise),
 		LogLik: f(o.llMean), LogLikSE: f(o.llSE), Draws: sc.Draws}
+}
+
+// writeStates writes the -states CSV and the states plots: for -model
+// msv one column group and one plot per series (msvStatesFiles), else the
+// first state component (writeStatesCSV, states.png).
+func writeStates(path string, c *config, seq ssm.Sequence, st *sgmcmc.StateSummary) error {
+	if c.model != "msv" {
+		if err := writeStatesCSV(path, st); err != nil {
+			return err
+		}
+		return statesPNG(filepath.Join(c.out, "states.png"), c.model, seq, st)
+	}
+	if len(st.Smoothed) != seq.Obs || len(c.series) != seq.Obs {
+		return fmt.Errorf("-states: %d smoothed state components for %d series", len(st.Smoothed), seq.Obs)
+	}
+	if err := writeStatesCSVWide(path, st, c.series); err != nil {
+		return err
+	}
+	for i, name := range c.series {
+		file := "states.png"
+		if seq.Obs > 1 {
+			file = fmt.Sprintf("states%d.png", i+1)
+		}
+		one := *st
+		one.Smoothed = st.Smoothed[i : i+1]
+		y := ssm.Sequence{Obs: 1, Y: make([]float64, seq.Len())}
+		for t := range y.Y {
+			y.Y[t] = seq.At(t)[i]
+		}
+		if err := statesPNG(filepath.Join(c.out, file), fmt.Sprintf("msv, series %d (%s)", i+1, name), y, &one); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeStatesCSVWide writes t and, for each state component j, the
+// columns NAME_mean, NAME_sd, NAME_q05, NAME_q50, NAME_q95 with NAME =
+// names[j].
+func writeStatesCSVWide(path string, st *sgmcmc.StateSummary, names []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	head := []string{"t"}
+	for _, n := range names {
+		head = append(head, n+"_mean", n+"_sd", n+"_q05", n+"_q50", n+"_q95")
+	}
+	w.Write(head)
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	row := make([]string, len(head))
+	for i := range st.Len() {
+		row[0] = strconv.Itoa(st.First + i)
+		for j := range names {
+			b := &st.Smoothed[j]
+			copy(row[1+5*j:], []string{g(b.Mean[i]), g(b.SD[i]), g(b.Q05[i]), g(b.Q50[i]), g(b.Q95[i])})
+		}
+		w.Write(row)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeStatesCSV writes t,mean,sd,q05,q50,q95 of the first summarised
@@ -194,22 +257,42 @@ type forecastJSON struct {
 	Draws      int     `json:"draws"`
 	Paths      int     `json:"paths"`
 	Volatility []fcRow `json:"volatility"`
-	State      []fcRow `json:"state"`
-	Obs        []fcRow `json:"obs"`
+	State      []fcRow `json:"state,omitempty"`
+	Obs        []fcRow `json:"obs,omitempty"`
+	// Series (msv) holds the forecast of each series' log-volatility and
+	// return, in place of state and obs.
+	Series []seriesFC `json:"series,omitempty"`
 }
 
-func (o *stateOpts) forecastJSON() *forecastJSON {
+// seriesFC is the forecast of one series of -model msv.
+type seriesFC struct {
+	Name  string  `json:"name"`
+	State []fcRow `json:"state"`
+	Obs   []fcRow `json:"obs"`
+}
+
+// forecastJSON returns the "forecast" member; series names the series of
+// -model msv (nil for the univariate models).
+func (o *stateOpts) forecastJSON(series []string) *forecastJSON {
 	if o == nil || o.fc == nil {
 		return nil
 	}
 	fc := o.fc
-	return &forecastJSON{Horizon: fc.Horizon, Origin: fc.Origin, Draws: fc.Draws, Paths: fc.Paths,
-		Volatility: fcRows(fc.Volatility), State: fcRows(&fc.States[0]), Obs: fcRows(&fc.Obs[0])}
+	out := &forecastJSON{Horizon: fc.Horizon, Origin: fc.Origin, Draws: fc.Draws, Paths: fc.Paths, Volatility: fcRows(fc.Volatility)}
+	if series == nil {
+		out.State, out.Obs = fcRows(&fc.States[0]), fcRows(&fc.Obs[0])
+		return out
+	}
+	for i, name := range series {
+		out.Series = append(out.Series, seriesFC{Name: name, State: fcRows(&fc.States[i]), Obs: fcRows(&fc.Obs[i])})
+	}
+	return out
 }
 
 // writeText prints the forecast table (volatility models: the
-// volatility; otherwise the state and the observation).
-func (o *stateOpts) writeText(w io.Writer) error {
+// volatility; otherwise the state and the observation; for -model msv,
+// series names its series: the log-volatility and the return of each).
+func (o *stateOpts) writeText(w io.Writer, series []string) error {
 	if o.states != nil {
 		fmt.Fprintf(w, "smoothed states (%d posterior draws", o.states.Draws)
 		if o.states.Exact {
@@ -228,15 +311,19 @@ func (o *stateOpts) writeText(w io.Writer) error {
 		return nil
 	}
 	fc := o.fc
-	tables := []struct {
+	type table struct {
 		name string
 		b    *sgmcmc.Band
-	}{{"volatility", fc.Volatility}}
-	if fc.Volatility == nil {
-		tables = []struct {
-			name string
-			b    *sgmcmc.Band
-		}{{"x", &fc.States[0]}, {"y", &fc.Obs[0]}}
+	}
+	tables := []table{{"volatility", fc.Volatility}}
+	switch {
+	case series != nil:
+		tables = tables[:0]
+		for i, name := range series {
+			tables = append(tables, table{fmt.Sprintf("x%d (log-volatility of %s)", i+1, name), &fc.States[i]}, table{fmt.Sprintf("y%d (%s)", i+1, name), &fc.Obs[i]})
+		}
+	case fc.Volatility == nil:
+		tables = []table{{"x", &fc.States[0]}, {"y", &fc.Obs[0]}}
 	}
 	for _, tb := range tables {
 		fmt.Fprintf(w, "\n%s forecast after t = %d (posterior predictive, %d draws × %d paths):\n", tb.name, fc.Origin, fc.Draws, fc.Paths)
