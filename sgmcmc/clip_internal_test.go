@@ -3,6 +3,7 @@ package sgmcmc
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -58,6 +59,66 @@ func TestGridEdgeCounted(t *testing.T) {
 		f.gridEdges = func() (int, int) { return c.chains[0], c.chains[1] }
 		if got := f.gridEdgeWarning() != ""; got != c.warn {
 			t.Errorf("importance sampling %v, chains %v: warning %q, want one: %v", c.is, c.chains, f.gridEdgeWarning(), c.warn)
+		}
+	}
+}
+
+// TestResidualCheck: the discretisation check's weighted shifts of the
+// means and sds equal the self-normalised importance-sampling estimates
+// computed directly, and the Posterior warns on a mean moved by more than
+// 0.1 sd or an sd by more than 10%, only beyond the 95% band of the
+// check's own standard error.
+func TestResidualCheck(t *testing.T) {
+	const K = 24
+	x := make([][]float64, K)
+	logw := make([]float64, K)
+	used := make([]int, K)
+	for i := range x {
+		v := -2 + 4*float64(i)/float64(K-1)
+		x[i] = []float64{v, v * v}
+		logw[i] = 0.3*v + 0.1*v*v
+		used[i] = i
+	}
+	dc := &Discretisation{}
+	residualShift(dc, used, logw, x)
+	for j := range 2 {
+		sw, mw, mp := 0.0, 0.0, 0.0
+		for i := range x {
+			w := math.Exp(logw[i])
+			sw += w
+			mw += w * x[i][j]
+			mp += x[i][j] / K
+		}
+		mw /= sw
+		vw, vp := 0.0, 0.0
+		for i := range x {
+			vw += math.Exp(logw[i]) * (x[i][j] - mw) * (x[i][j] - mw) / sw
+			vp += (x[i][j] - mp) * (x[i][j] - mp) / K
+		}
+		if math.Abs(dc.Residual[j]-(mw-mp)) > 1e-12 || math.Abs(dc.ResidualSD[j]-math.Sqrt(vw/vp)) > 1e-12 {
+			t.Errorf("coordinate %d: residual %.6f, sd ratio %.6f; want %.6f and %.6f", j, dc.Residual[j], dc.ResidualSD[j], mw-mp, math.Sqrt(vw/vp))
+		}
+		if !(dc.ResidualSE[j] > 0) || !(dc.ResidualSDSE[j] > 0) {
+			t.Errorf("coordinate %d: standard errors %v and %v, want > 0", j, dc.ResidualSE[j], dc.ResidualSDSE[j])
+		}
+	}
+	names := []string{"mu"}
+	for _, c := range []struct {
+		r, se, sd, sdse float64
+		warn            bool
+	}{
+		{0.15, 0.05, 1, 0.02, true},   // beyond 0.1 sd and beyond its band
+		{0.15, 0.1, 1, 0.02, false},   // within its band
+		{0.08, 0.01, 1, 0.02, false},  // within 0.1 sd
+		{0, 0.02, 1.2, 0.05, true},    // an sd 20% wider
+		{0, 0.02, 0.85, 0.1, false},   // 15% narrower, within its band
+		{-0.12, 0.04, 1, 0.02, true},  // either sign
+		{0.19, 0.05, 1, 0.02, true},   // what the 0.2 sd rule let pass
+		{0.05, 0.05, 0.8, 0.05, true}, // an sd the means-only check ignored
+	} {
+		dc := &Discretisation{Residual: []float64{c.r}, ResidualSE: []float64{c.se}, ResidualSD: []float64{c.sd}, ResidualSDSE: []float64{c.sdse}}
+		if got := residualWarning(dc, names) != ""; got != c.warn {
+			t.Errorf("residual %v ± %v, sd ratio %v ± %v: warning %v, want %v", c.r, c.se, c.sd, c.sdse, got, c.warn)
 		}
 	}
 }

@@ -457,10 +457,15 @@ type Discretisation struct {
 	// importance-weighted from the chains' target to the finer scorer's
 	// posterior (log w = ℓ_refined − ℓ − correction), and Residual is how
 	// far that moves each natural parameter's mean, in its posterior sds,
-	// with ResidualSE its delta-method standard error. Above 0.2 sd the
-	// Posterior warns. Nil when not checked.
-	Residual   []float64 `json:"residual,omitempty"`
-	ResidualSE []float64 `json:"residual_se,omitempty"`
+	// with ResidualSE its delta-method standard error; ResidualSD is the
+	// ratio of each weighted sd to the chains' and ResidualSDSE its
+	// standard error. The Posterior warns when a mean moves by more than
+	// 0.1 sd or an sd by more than 10%, beyond the 95% band of the
+	// check's own Monte Carlo error. Nil when not checked.
+	Residual     []float64 `json:"residual,omitempty"`
+	ResidualSE   []float64 `json:"residual_se,omitempty"`
+	ResidualSD   []float64 `json:"residual_sd,omitempty"`
+	ResidualSDSE []float64 `json:"residual_sd_se,omitempty"`
 	// Draws is the number of draws the check weighed (12, or 24 when
 	// the first 12 left a residual above 0.1 sd or an SE above 0.05 sd).
 	Draws int `json:"draws,omitempty"`
@@ -1303,9 +1308,33 @@ const discretisationMaxCurve = 0.5
 // GARCH, then exceeds 0.1 sd.
 const discretisationMaxShift = 1.0
 
-// discretisationMaxResidual is the Residual (posterior sds) above which
-// the Posterior warns.
-const discretisationMaxResidual = 0.2
+// discretisationMaxResidual is the Residual (posterior sds), and
+// discretisationMaxSDRatio the ResidualSD's distance from 1, beyond which
+// the Posterior warns when the shift is also beyond discretisationBand
+// standard errors of the check (a 95% band).
+const (
+	discretisationMaxResidual = 0.1
+	discretisationMaxSDRatio  = 0.1
+	discretisationBand        = 1.96
+)
+
+// residualWarning returns the warning for a discretisation check whose
+// weights move a mean or an sd beyond the bounds ("" for none).
+func residualWarning(dc *Discretisation, names []string) string {
+	for k, r := range dc.Residual {
+		if math.Abs(r) > discretisationMaxResidual && math.Abs(r) > discretisationBand*dc.ResidualSE[k] {
+			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; refine the scorer (GARCH: Nodes)",
+				dc.Draws, names[k], r, dc.ResidualSE[k])
+		}
+	}
+	for k, r := range dc.ResidualSD {
+		if math.Abs(r-1) > discretisationMaxSDRatio && math.Abs(r-1) > discretisationBand*dc.ResidualSDSE[k] {
+			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws change the sd of %s by a factor %.2f ± %.2f; refine the scorer (GARCH: Nodes)",
+				dc.Draws, names[k], r, dc.ResidualSDSE[k])
+		}
+	}
+	return ""
+}
 
 // checkDiscretisation sets Preparation.Discretisation when the
 // estimators use the model's exact scorer and it is an ssm.RefinedScorer:
@@ -1570,6 +1599,7 @@ func residualShift(dc *Discretisation, used []int, logw []float64, x [][]float64
 		wts[i] = w * float64(K) // mean 1
 	}
 	dc.Residual, dc.ResidualSE = make([]float64, d), make([]float64, d)
+	dc.ResidualSD, dc.ResidualSDSE = make([]float64, d), make([]float64, d)
 	for j := range d {
 		xm := 0.0
 		for _, i := range used {
@@ -1589,6 +1619,23 @@ func residualShift(dc *Discretisation, used []int, logw []float64, x [][]float64
 		}
 		dc.Residual[j] = mw - xm
 		dc.ResidualSE[j] = math.Sqrt(v) / float64(K)
+		// The sds: weighted variance vw against the plain vp, with the
+		// delta-method variance of vw − vp, and r = √(vw/vp) with
+		// SE(r) ≈ SE(vw − vp)/(2 vp).
+		vw, vp := 0.0, 0.0
+		for k, i := range used {
+			vw += wts[k] * (x[i][j] - mw) * (x[i][j] - mw) / float64(K)
+			vp += (x[i][j] - xm) * (x[i][j] - xm) / float64(K)
+		}
+		ve := 0.0
+		for k, i := range used {
+			e := wts[k]*((x[i][j]-mw)*(x[i][j]-mw)-vw) - ((x[i][j]-xm)*(x[i][j]-xm) - vp)
+			ve += e * e
+		}
+		if vp > 0 {
+			dc.ResidualSD[j] = math.Sqrt(vw / vp)
+			dc.ResidualSDSE[j] = math.Sqrt(ve) / float64(K) / (2 * vp)
+		}
 	}
 	return 1 / s2
 }
@@ -3100,14 +3147,24 @@ func sandwich(l, v []float64) []float64 {
 func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPlain, dCV [][]float64, costPlain, costCV float64, err error) {
 	p, K := f.dim, len(points)
 	dPlain, dCV = make([][]float64, K), make([][]float64, K)
+	// A probe outside the model's support (LGSSMd's A with spectral
+	// radius ≥ 1 near a boundary) is left out, as an MH proposal there
+	// would be rejected; only a failure of more than half of the probes
+	// stops the fit.
+	outside := func(err error) error {
+		if errors.Is(err, ssm.ErrInvalidParam) {
+			return nil
+		}
+		return err
+	}
 	err = f.parallel(K, f.gset, func(est *gradient.Estimator, k int) error {
 		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
 		g0, g1 := make([]float64, p), make([]float64, p)
 		if _, err := est.Likelihood(ctx, g0, points[k], rng); err != nil {
-			return err
+			return outside(err)
 		}
 		if _, err := est.Likelihood(ctx, g1, points[k], rng); err != nil {
-			return err
+			return outside(err)
 		}
 		for i := range g0 {
 			g0[i] -= g1[i]
@@ -3126,10 +3183,10 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 		}
 		d0, d1 := make([]float64, p), make([]float64, p)
 		if err := cv.Difference(ctx, d0, points[k], rng); err != nil {
-			return err
+			return outside(err)
 		}
 		if err := cv.Difference(ctx, d1, points[k], rng); err != nil {
-			return err
+			return outside(err)
 		}
 		for i := range d0 {
 			d0[i] -= d1[i]
@@ -3139,6 +3196,15 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 	})
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
+	}
+	kept := func(d [][]float64) [][]float64 {
+		return slices.DeleteFunc(d, func(x []float64) bool { return x == nil })
+	}
+	if dPlain, dCV = kept(dPlain), kept(dCV); 2*len(dPlain) < K || 2*len(dCV) < K {
+		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %d of %d plain and %d control-variate probes are outside the model's support", K-len(dPlain), K, K-len(dCV))
+	}
+	if len(dPlain) < K || len(dCV) < K {
+		f.log("gradient noise: %d plain and %d control-variate probes of %d fell outside the model's support and were left out", K-len(dPlain), K-len(dCV), K)
 	}
 	return dPlain, dCV, f.windowCost(f.gset), f.cvFilters() * f.windowCost(f.cvset), nil
 }

@@ -182,8 +182,8 @@ func daxSeq(t testing.TB) ssm.Sequence {
 // random-walk Metropolis reference on the exact Kalman likelihood
 // (ref_lgssm_sp500.json: 4 × 250,000 iterations, ESS ≥ 4,190 in u). The
 // returns are nearly white noise, so the posterior is a curved ridge along
-// φσ²/(1−φ²) with a long tail towards larger φ: before session 12 the
-// default (grid filter, control variate) ran 433 s and ended 8.8 reference
+// φσ²/(1−φ²) with a long tail towards larger φ: once the default (grid
+// filter, control variate) ran 433 s and ended 8.8 reference
 // sds off with R-hat 1.5–2.1; the exact scorer's full-data chains without
 // a defensive proposal component had sds 0.72–0.86 of the reference with
 // no warning.
@@ -226,7 +226,7 @@ func (s *stopAt) Done(*sgmcmc.Result) error { return nil }
 // duplicated. The interrupted fit reports the draws so far with a warning.
 // It prints no progress lines and the resumed one does, as a CLI user's
 // first run with -q and a resumed run without would (that resume failed
-// with "corrupt Multi recorder state" before session 14). It runs with
+// with "corrupt Multi recorder state" once). It runs with
 // the default (control-variate) chains and with full-data chains, which
 // use surrogate transitions whose surrogate the resumed fit reads from
 // the checkpoint.

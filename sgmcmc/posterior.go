@@ -429,9 +429,8 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if err := f.checkResidual(ctx, post); err != nil {
 			post.Warnings = append(post.Warnings, "discretisation correction not checked after sampling: "+err.Error())
 		}
-		if k, v := argMaxAbs(dc.Residual); v > discretisationMaxResidual {
-			post.Warnings = append(post.Warnings, fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; refine the scorer (GARCH: Nodes, -nodes)",
-				dc.Draws, post.Names[k], dc.Residual[k], dc.ResidualSE[k]))
+		if w := residualWarning(dc, post.Names); w != "" {
+			post.Warnings = append(post.Warnings, w)
 		}
 	}
 	if f.s.KSDDraws > 0 && ctx.Err() == nil {
