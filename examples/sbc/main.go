@@ -51,6 +51,10 @@
 // returns warnings is ranked and counted as warned, and the warnings are
 // tallied.
 //
+// An interrupt (SIGINT) stops the run: the replication under way is
+// discarded (a fit cut short returns its draws so far with a warning, which
+// would not be the posterior) and the report covers the ones before it.
+//
 // Output: per parameter a text histogram of the ranks in -bins bins (which
 // must divide the L+1 ranks), with the 99% band of a bin's count under
 // uniformity (Binomial(R, 1/B)), Pearson's χ² statistic of the bin counts
@@ -340,7 +344,7 @@ func sbc(ctx context.Context, o options, stderr io.Writer) (*report, error) {
 			break
 		}
 		res := replicate(ctx, o, s, r)
-		if res.Err != "" && ctx.Err() != nil { // stopped by the interrupt, not a failure of the fit
+		if ctx.Err() != nil { // interrupted: a fit cut short is neither ranked nor a failure
 			rep.Interrupted = true
 			rep.Reps = r
 			break
