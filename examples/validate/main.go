@@ -176,6 +176,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	startLoad = readLoad()
 	bin, err := build(ctx, tmp, stderr)
 	if err != nil {
 		return err
@@ -434,7 +435,29 @@ func copyFile(src, dst string) error {
 	return os.WriteFile(dst, b, 0o644)
 }
 
-// hostLine describes the machine the wall times were measured on.
+// hostLine describes the machine the wall times were measured on, with
+// its load when the run began (Linux), since other work on the same cores
+// stretches every wall time.
 func hostLine() string {
-	return fmt.Sprintf("%d-core machine (runtime.NumCPU), %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	s := fmt.Sprintf("%d-core machine (runtime.NumCPU), %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if startLoad != "" {
+		s += fmt.Sprintf("; load average %s when the run began (above %d, other work shared the cores and stretched the times)", startLoad, runtime.NumCPU())
+	}
+	return s
+}
+
+// startLoad is the 1-minute load average when the run began ("" where
+// /proc/loadavg does not exist).
+var startLoad string
+
+func readLoad() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
