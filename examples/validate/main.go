@@ -183,6 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var results []result
 	failed := 0
+	start := time.Now()
 	for _, c := range selected {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -193,8 +194,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		results = append(results, res)
 	}
+	total := time.Since(start)
+	fmt.Fprintf(stderr, "validate: %d cases in %s\n", len(results), wall(total))
 	if *out != "" {
-		if err := writePage(filepath.Join(*out, "validation.md"), results, *long); err != nil {
+		if err := writePage(filepath.Join(*out, "validation.md"), results, *long, total); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "validate: wrote %s\n", filepath.Join(*out, "validation.md"))

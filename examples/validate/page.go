@@ -57,7 +57,7 @@ func writeTable(w io.Writer, results []result) {
 }
 
 // writePage writes the validation page.
-func writePage(path string, results []result, long bool) error {
+func writePage(path string, results []result, long bool, total time.Duration) error {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# Validation\n\n")
@@ -83,6 +83,7 @@ func writePage(path string, results []result, long bool) error {
 		p(" Code: commit %s.", c)
 	}
 	p("\n\n## Summary\n\n")
+	p("%d cases in %s.\n\n", len(results), wall(total))
 	b.WriteString(summaryColumns)
 	for _, r := range results {
 		b.WriteString(summaryRow(r))
