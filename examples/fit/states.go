@@ -372,7 +372,7 @@ func statesPNG(path, model string, seq ssm.Sequence, st *sgmcmc.StateSummary) er
 	if err != nil {
 		return fmt.Errorf("states plot: %w", err)
 	}
-	dl.Color = color.Gray{Y: 165}
+	dl.Color = color.Gray{Y: 140}
 	dl.Width = vg.Points(0.4)
 	poly := make(plotter.XYs, 0, 2*band.Len())
 	for i := range band.Len() {
