@@ -136,9 +136,12 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 		// The chains' variance: relative error √(2/ESS) for a normal
 		// margin.
 		relC := math.Sqrt(2 / essC)
-		// The delta method understates the error of weights with a small
-		// ESS: at least the normal margin's √(2/ESS).
+		// The delta method understates the error of heavy-tailed weights
+		// (independent draws of the check differed by several of its
+		// SEs): at least the normal margin's √(2/ESS), and at least the
+		// spread of the estimates from spreadBatches separate batches.
 		relIS := math.Max(math.Sqrt(varIS)/vIS, math.Sqrt(2/ess))
+		relIS = math.Max(relIS, batchRel(xs, lw, j))
 		r.ratio[j] = math.Sqrt(vC / vIS)
 		r.se[j] = 0.5 * r.ratio[j] * math.Hypot(relC, relIS)
 	}
@@ -196,4 +199,43 @@ func (f *fit) gridEdgeWarning() string {
 	}
 	return fmt.Sprintf("%d of %d proposals (%.2g%%) were refused because the grid filter's nodes did not cover the state's mass there: the posterior is cut where the grid chosen at the mode is too narrow; fit with particle filters (Filter: ParticleFilter) to compare",
 		edge, all, 100*float64(edge)/float64(all))
+}
+
+// spreadBatches is the number of batches whose separate estimates of a
+// variance give the spread check its batch standard error.
+const spreadBatches = 8
+
+// batchRel returns the relative standard error of the self-normalised
+// importance-sampling variance of coordinate j, from the spread of its
+// estimates on spreadBatches consecutive batches of the draws.
+func batchRel(xs [][]float64, lw []float64, j int) float64 {
+	n := len(xs) / spreadBatches
+	if n < 10 {
+		return 0
+	}
+	vs := make([]float64, 0, spreadBatches)
+	for b := range spreadBatches {
+		w := normalized(lw[b*n : (b+1)*n])
+		if w == nil {
+			return math.Inf(1)
+		}
+		m, v := 0.0, 0.0
+		for i, wi := range w {
+			m += wi * xs[b*n+i][j]
+		}
+		for i, wi := range w {
+			d := xs[b*n+i][j] - m
+			v += wi * d * d
+		}
+		vs = append(vs, v)
+	}
+	mean, ss := 0.0, 0.0
+	for _, v := range vs {
+		mean += v / spreadBatches
+	}
+	for _, v := range vs {
+		ss += (v - mean) * (v - mean)
+	}
+	sd := math.Sqrt(ss / (spreadBatches - 1))
+	return sd / math.Sqrt(spreadBatches) / mean
 }
