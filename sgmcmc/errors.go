@@ -37,12 +37,20 @@ type NonFiniteError struct {
 	// Param is true when the step produced a non-finite parameter u_{k+1}
 	// from a finite gradient, false when the gradient ĝ(u_k) was non-finite.
 	Param bool
-	Index int // first offending component
+	// Outside is true when the estimator refused u_k as outside the
+	// model's support (an error with OutsideSupport() true, such as
+	// ssm.ParamError): the Sampler moved back to u_{k−1}, as a
+	// Metropolis–Hastings test would reject the move. Index is then −1.
+	Outside bool
+	Index   int // first offending component
 }
 
 func (e *NonFiniteError) Error() string {
 	what := "gradient estimate at u_k"
-	if e.Param {
+	switch {
+	case e.Outside:
+		return fmt.Sprintf("sgmcmc: chain %d, iteration %d: u_k is outside the model's support; back to u_{k−1}", e.Chain, e.Iter)
+	case e.Param:
 		what = "parameter u_{k+1} after the step"
 	}
 	return fmt.Sprintf("sgmcmc: chain %d, iteration %d: non-finite %s (component %d)", e.Chain, e.Iter, what, e.Index)

@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 )
@@ -22,6 +23,13 @@ type Sampler struct {
 	k          int
 	logPost, h float64
 	noGrad     bool // the last evaluation skipped the gradient (gradFree)
+	moved      bool // prev holds u_{k−1}: the last iteration moved
+}
+
+// outsideSupport is implemented by errors that mark a parameter outside
+// the model's support (ssm.ParamError), where the posterior is zero.
+type outsideSupport interface {
+	OutsideSupport() bool
 }
 
 // gradFree is an optional capability of a Method that is also its chain's
@@ -59,7 +67,10 @@ func NewSampler(est Estimator, m Method, u0 []float64, sch Schedule, rng *rand.R
 // when the schedule or the estimator fails, and a *NonFiniteError when the
 // gradient or the new parameter is not finite. After a non-finite value the
 // iteration is consumed (Iter advances) but U is left at u_k, and after a
-// non-finite parameter the method is reset with Init.
+// non-finite parameter the method is reset with Init. An estimator error
+// that marks u_k outside the model's support (ssm.ParamError) returns a
+// *NonFiniteError with Outside set and moves U back to u_{k−1}: the move
+// is rejected.
 func (s *Sampler) Step(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -95,6 +106,15 @@ func (s *Sampler) evaluate(ctx context.Context) error {
 	}
 	lp, err := s.est.Grad(ctx, s.g, s.u, s.rng)
 	if err != nil {
+		// A move out of the support is rejected: back to u_{k−1}, as a
+		// Metropolis–Hastings test would, instead of failing the chain
+		// (SGLD near a boundary of the parameter space).
+		var o outsideSupport
+		if errors.As(err, &o) && o.OutsideSupport() && s.moved {
+			copy(s.u, s.prev)
+			s.moved = false
+			return &NonFiniteError{Chain: s.chain, Iter: s.k, Outside: true, Index: -1}
+		}
 		return &ChainError{Chain: s.chain, Iter: s.k, Err: err}
 	}
 	s.logPost = lp
@@ -110,8 +130,10 @@ func (s *Sampler) evaluate(ctx context.Context) error {
 func (s *Sampler) move() error {
 	copy(s.prev, s.u)
 	s.m.Step(s.u, s.Grad(), s.h, s.rng)
+	s.moved = true
 	if i := firstNonFinite(s.u); i >= 0 {
 		copy(s.u, s.prev)
+		s.moved = false
 		s.m.Init(len(s.u))
 		return &NonFiniteError{Chain: s.chain, Iter: s.k, Param: true, Index: i}
 	}

@@ -27,3 +27,8 @@ func (e *ParamError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrInvalidParam) true.
 func (e *ParamError) Unwrap() error { return ErrInvalidParam }
+
+// OutsideSupport reports that the parameter lies outside the model's
+// support, where the posterior density is zero: a sampler that moved
+// there rejects the move (sgmcmc.Sampler does) instead of failing.
+func (e *ParamError) OutsideSupport() bool { return true }
