@@ -60,10 +60,10 @@ func (e *corrected) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand)
 const adaptWindows = 3
 
 // windowLen is the default length of an adaptation window at step h: ten
-// autocorrelation times (2 − h)/h of the preconditioned chain, at least
-// 300 and at most 3000 iterations.
+// autocorrelation times sgldIATs(10, h) of the preconditioned chain, at
+// least 300 and at most 3000 iterations.
 func windowLen(h float64) int {
-	return min(3000, max(300, int(math.Ceil(10*(2-h)/h))))
+	return min(3000, max(300, int(math.Ceil(sgldIATs(10, h)))))
 }
 
 // adapt runs adaptWindows windows of the sampler from draws of N(u*, L Lᵀ) and,

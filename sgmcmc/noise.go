@@ -227,7 +227,7 @@ func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 		cost, kl = pr.CostCV, f.cvKappa()*math.Max(lc, pr.LambdaCVTail)
 	}
 	h := f.step(kl)
-	iat := (2 - h) / h
+	iat := sgldIAT(h)
 	window := float64(windowLen(h))
 	if f.s.AdaptWindow > 0 {
 		window = float64(f.s.AdaptWindow)
@@ -416,13 +416,38 @@ func (f *fit) tuneMALA(acc, ind float64) {
 	f.log("Metropolis–Hastings acceptance rates: Langevin %.2f (step now %.3g), independence %.2f", acc, pr.StepSize, pr.AcceptIndependent)
 }
 
-// step returns the user's StepSize, or min(0.25, 1/(1 + κλ)) for the
-// scaled largest noise eigenvalue kl = κλ.
+// step returns the user's StepSize, or sgldStep(kl) for the scaled
+// largest noise eigenvalue kl = κλ.
 func (f *fit) step(kl float64) float64 {
 	if f.s.StepSize > 0 {
 		return f.s.StepSize
 	}
-	return math.Min(0.25, 1/(1+kl))
+	return sgldStep(kl)
+}
+
+// sgldMaxStep is the largest step SGLD takes, in posterior-scale units.
+const sgldMaxStep = 0.25
+
+// sgldStep is the SGLD step rule: h = min(0.25, 1/(1 + kl)) for the
+// scaled largest noise eigenvalue kl = κλ_max(W) (see setStep). The
+// injected covariance (2h − h²)I − h²W then keeps at least half of
+// SGLD's noise.
+func sgldStep(kl float64) float64 {
+	return math.Min(sgldMaxStep, 1/(1+kl))
+}
+
+// sgldIAT is the autocorrelation time τ = (2 − h)/h of preconditioned
+// SGLD at step h on a Gaussian posterior with the right metric: each
+// coordinate is then an AR(1) with coefficient 1 − h, whose τ is
+// (1 + (1 − h))/(1 − (1 − h)).
+func sgldIAT(h float64) float64 {
+	return sgldIATs(1, h)
+}
+
+// sgldIATs is n autocorrelation times n·(2 − h)/h, rounded as written
+// (n·(2 − h) first), which adaptation windows of n = 10 τ depend on.
+func sgldIATs(n, h float64) float64 {
+	return n * (2 - h) / h
 }
 
 // cvKappa returns κ for the control variate: the 0.999 quantile of χ²_p
