@@ -28,7 +28,7 @@ import (
 const (
 	spreadWiden     = 2.0  // the wide component's scale, in units of the chains' sd
 	spreadWideShare = 0.5  // and its weight
-	spreadWork      = 4.0  // nominal seconds of one worker the check may cost
+	spreadWork      = 3.0  // nominal seconds of one worker the check may cost
 	spreadMin       = 200  // fewest log posteriors for a check
 	spreadMax       = 2000 // most log posteriors
 	spreadTol       = 0.15 // the sd ratio beyond which the check speaks
