@@ -93,7 +93,7 @@ func (f *fit) adapt(ctx context.Context) error {
 	}
 	starts := make([][]float64, chains)
 	for c := range starts {
-		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<43+uint64(c)))
+		rng := rand.New(rand.NewPCG(f.s.Seed, adaptStartStream+uint64(c)))
 		z := make([]float64, p)
 		for i := range z {
 			z[i] = rng.NormFloat64()
@@ -120,7 +120,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		res, err := Run(ctx, newEst, newMethod,
 			func(c int, u []float64) error { copy(u, starts[c]); return nil },
 			p, Settings{Iterations: n, Schedule: Constant(h), Chains: chains, Concurrency: f.s.Workers,
-				Seed: f.s.Seed + uint64(win+1)*0x9E3779B97F4A7C15, NonFinite: Skip, Recorder: Multi(recs...)})
+				Seed: f.s.Seed + uint64(win+1)*adaptSeedStride, NonFinite: Skip, Recorder: Multi(recs...)})
 		if setupErr != nil {
 			return setupErr
 		}
@@ -165,7 +165,7 @@ func (f *fit) adapt(ctx context.Context) error {
 			}
 		}
 		if pr.Gradient != FullGradient { // no noise to measure
-			if err := f.noiseAt(ctx, points, 1<<45+uint64(win)<<20); err != nil {
+			if err := f.noiseAt(ctx, points, adaptNoiseStream+uint64(win)<<20); err != nil {
 				return err
 			}
 			f.setStep()

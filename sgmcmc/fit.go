@@ -410,7 +410,7 @@ func (f *fit) startPoint() ([]float64, error) {
 // warmUp runs Adam from u0 and returns the average of its last half.
 func (f *fit) warmUp(ctx context.Context, u0 []float64) ([]float64, error) {
 	est := f.newEstimator(f.gset)
-	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<40))
+	rng := rand.New(rand.NewPCG(f.s.Seed, warmUpStream))
 	steps := f.s.WarmUp
 	smp := NewSampler(est, &Adam{}, u0, Polynomial{A: 0.05, B: float64(steps) / 10, C: 0.5}, rng)
 	avg := make([]float64, f.dim)

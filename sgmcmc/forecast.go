@@ -81,7 +81,7 @@ func (p *Posterior) Forecast(ctx context.Context, H int, s StateSettings) (*Fore
 		if err != nil {
 			return err
 		}
-		w.src.Seed(s.Seed, 1<<62|uint64(d))
+		w.src.Seed(s.Seed, forecastStream|uint64(d))
 		if len(w.x) != M*S {
 			w.x, w.x2, w.y = make([]float64, M*S), make([]float64, M*S), make([]float64, O)
 		}
@@ -232,7 +232,7 @@ func (p *Posterior) PredictiveScore(ctx context.Context, heldOut ssm.Sequence, s
 			if err != nil {
 				return err
 			}
-			w.src.Seed(s.Seed, 1<<61|uint64(d))
+			w.src.Seed(s.Seed, predictiveScoreStream|uint64(d))
 			if _, err := w.st.Run(ctx, k, r.dims, cat, win, pf.StateOutput{LogPred: w.logp}, w.rng); err != nil {
 				return fmt.Errorf("posterior draw %d: %w", d, err)
 			}
@@ -326,7 +326,7 @@ func (p *Posterior) LogLik(ctx context.Context, u []float64, s StateSettings) (l
 		if err != nil {
 			return err
 		}
-		rng := rand.New(rand.NewPCG(r.s.Seed, 1<<60|uint64(i)))
+		rng := rand.New(rand.NewPCG(r.s.Seed, loglikStream|uint64(i)))
 		for _, seq := range p.data.Sequences {
 			res, err := f.Run(ctx, k, r.dims, seq, ssm.Full(seq.Len()), nil, nil, rng)
 			if err != nil {

@@ -87,7 +87,7 @@ func (f *fit) gridAt(u []float64) (pf.Grid, error) {
 	if err != nil {
 		return pf.Grid{}, err
 	}
-	return pf.GridFor(k, u, f.model.Dims(), f.data, rand.New(rand.NewPCG(f.s.Seed, 1<<39)))
+	return pf.GridFor(k, u, f.model.Dims(), f.data, rand.New(rand.NewPCG(f.s.Seed, gridStream)))
 }
 
 // widenGrid reports whether err is a grid filter that was too narrow at

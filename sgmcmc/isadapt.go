@@ -118,13 +118,13 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 	w := make([]float64, n)
 	for r := 0; ; r++ {
 		q := rounds[r].q
-		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<47+uint64(r)))
+		rng := rand.New(rand.NewPCG(f.s.Seed, isDrawStream+uint64(r)))
 		batch := make([][]float64, n)
 		for i := range batch {
 			batch[i] = make([]float64, p)
 			q.draw(batch[i], s, rng)
 		}
-		lp, err := f.logPosteriors(ctx, batch, 1<<48+uint64(r)<<24)
+		lp, err := f.logPosteriors(ctx, batch, isLogPostStream+uint64(r)<<24)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 			if bestESS < isMinEfficiency*float64(n) {
 				return nil, nil
 			}
-			starts, err := resample(xs, logW, f.s.Chains, rand.New(rand.NewPCG(f.s.Seed, 1<<47+1<<20)))
+			starts, err := resample(xs, logW, f.s.Chains, rand.New(rand.NewPCG(f.s.Seed, isStartStream)))
 			if err != nil {
 				return nil, err
 			}

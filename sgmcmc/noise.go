@@ -29,7 +29,7 @@ func (f *fit) measureNoise(ctx context.Context) error {
 	if f.s.Gradient == AutoGradient && f.deterministic() && len(points) > noiseFirstProbes {
 		// Staged: the first points, and the rest unless the full-data
 		// score is clearly cheaper (the same probes as in one call).
-		first, err := f.probeNoise(ctx, points[:noiseFirstProbes], 1<<42)
+		first, err := f.probeNoise(ctx, points[:noiseFirstProbes], noiseStream)
 		if err != nil {
 			return err
 		}
@@ -41,14 +41,14 @@ func (f *fit) measureNoise(ctx context.Context) error {
 			f.log("gradient noise measured at %d of %d points: the full-data score is over %d times cheaper than either subsequence gradient", noiseFirstProbes, len(points), noiseMargin)
 			return f.chooseGradient()
 		}
-		rest, err := f.probeNoise(ctx, points[noiseFirstProbes:], 1<<42+noiseFirstProbes)
+		rest, err := f.probeNoise(ctx, points[noiseFirstProbes:], noiseStream+noiseFirstProbes)
 		if err != nil {
 			return err
 		}
 		f.setNoise(first.merge(rest))
 		return f.chooseGradient()
 	}
-	if err := f.noiseAt(ctx, points, 1<<42); err != nil {
+	if err := f.noiseAt(ctx, points, noiseStream); err != nil {
 		return err
 	}
 	if err := f.tailNoise(ctx); err != nil {
@@ -61,7 +61,7 @@ func (f *fit) measureNoise(ctx context.Context) error {
 // N(0, I).
 func (f *fit) noisePoints() [][]float64 {
 	pr := &f.prep
-	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<42))
+	rng := rand.New(rand.NewPCG(f.s.Seed, noiseStream))
 	points := make([][]float64, f.s.NoiseProbes)
 	for k := range points {
 		z := make([]float64, f.dim)
@@ -122,7 +122,7 @@ func (f *fit) tailNoise(ctx context.Context) error {
 		z[k/2] = r * float64(1-2*(k%2))
 		points = append(points, lMul(pr.Mode, pr.Chol, z))
 	}
-	_, dCV, _, _, err := f.probe(ctx, points, 1<<42+1<<30)
+	_, dCV, _, _, err := f.probe(ctx, points, tailNoiseStream)
 	if err != nil {
 		return err
 	}
@@ -484,7 +484,7 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 		return err
 	}
 	err = f.parallel(K, f.gset, func(est *gradient.Estimator, k int) error {
-		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)))
+		rng := rand.New(rand.NewPCG(f.s.Seed^probeSeedXor, stream+uint64(k)))
 		g0, g1 := make([]float64, p), make([]float64, p)
 		if _, err := est.Likelihood(ctx, g0, points[k], rng); err != nil {
 			return outside(err)
@@ -502,7 +502,7 @@ func (f *fit) probe(ctx context.Context, points [][]float64, stream uint64) (dPl
 		return nil, nil, 0, 0, fmt.Errorf("sgmcmc: measuring the gradient noise: %w", err)
 	}
 	err = f.parallel(K, f.cvset, func(est *gradient.Estimator, k int) error {
-		rng := rand.New(rand.NewPCG(f.s.Seed^0x5851F42D4C957F2D, stream+uint64(k)+1<<32))
+		rng := rand.New(rand.NewPCG(f.s.Seed^probeSeedXor, stream+uint64(k)+probeSecond))
 		cv, err := f.newCV(est)
 		if err != nil {
 			return err

@@ -252,7 +252,7 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 		return ksd.Compute(x, f.discretisationScores(x, scores), f.dim, nil)
 	}
 	err := f.parallel(K, f.tileSet(), func(est *gradient.Estimator, i int) error {
-		rng := rand.New(rand.NewPCG(f.s.Seed, 1<<44+uint64(i)))
+		rng := rand.New(rand.NewPCG(f.s.Seed, ksdStream+uint64(i)))
 		u, g := x[i*f.dim:(i+1)*f.dim], scores[i*f.dim:(i+1)*f.dim]
 		if _, err := est.Tile(ctx, g, u, rng.IntN(f.s.S), rng, nil); err != nil {
 			return err

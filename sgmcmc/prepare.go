@@ -74,7 +74,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		passes = 1
 	}
 	passes = min(passes, f.s.AnchorPasses)
-	stream := uint64(1 << 41)
+	stream := uint64(anchorStream)
 	// With deterministic gradients on long data, Newton first runs on
 	// subsets of 10⁵, 10⁶, ... observations (evenly spread blocks, the
 	// score scaled up to the whole), each tenfold larger, while smaller
@@ -327,7 +327,7 @@ func (f *fit) fullScores(ctx context.Context, pts [][]float64) ([][]float64, err
 	out := make([][]float64, len(pts))
 	err := f.parallel(len(pts), f.fullSet(), func(est *gradient.Estimator, i int) error {
 		g := make([]float64, f.dim)
-		if _, err := est.Likelihood(ctx, g, pts[i], rand.New(rand.NewPCG(f.s.Seed, 0))); err != nil {
+		if _, err := est.Likelihood(ctx, g, pts[i], rand.New(rand.NewPCG(f.s.Seed, exactStream))); err != nil {
 			return err
 		}
 		if f.scale != 0 {
@@ -351,7 +351,7 @@ func (f *fit) fullLogPost() func(ctx context.Context, u []float64) (float64, err
 	est := f.newEstimator(f.fullSet())
 	scratch := make([]float64, f.dim)
 	return func(ctx context.Context, u []float64) (float64, error) {
-		lp, err := est.LogPosterior(ctx, u, rand.New(rand.NewPCG(f.s.Seed, 0)))
+		lp, err := est.LogPosterior(ctx, u, rand.New(rand.NewPCG(f.s.Seed, exactStream)))
 		if err != nil || f.scale == 0 {
 			return lp, err
 		}

@@ -143,7 +143,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			Schedule:    Constant(h),
 			Chains:      f.s.Chains,
 			Concurrency: f.s.Workers,
-			Seed:        f.s.Seed + uint64(seg)*0x6A09E667F3BCC909,
+			Seed:        f.s.Seed + uint64(seg)*segmentSeedStride,
 			NonFinite:   Skip,
 			Recorder:    Multi(recs...),
 			RecordAll:   true,
@@ -211,7 +211,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 					break
 				}
 				var err error
-				if spread, err = f.spreadCheck(ctx, post.U, n, uint64(seg)); err != nil {
+				if spread, err = f.spreadCheck(ctx, post.U, n, spreadStream+uint64(seg)); err != nil {
 					f.log("spread check not run: %v", err)
 					break
 				}
@@ -253,7 +253,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	// them: a fixed Iterations, a checkpoint, a cap or an extension after
 	// a failed check end here.
 	if n := f.spreadDraws(); n > 0 && ctx.Err() == nil && done > spreadAt {
-		if r, err := f.spreadCheck(ctx, post.U, n, 1<<20); err == nil {
+		if r, err := f.spreadCheck(ctx, post.U, n, spreadFinalStream); err == nil {
 			spread = r
 			f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(r), r.ess)
 		} else {

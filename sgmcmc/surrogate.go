@@ -301,7 +301,7 @@ func fitSurrogate(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase)
 	if eps > 0 || s.Natural != nil {
 		// log E_q[e^raw] of each fit by draws from q (a fixed stream:
 		// the fit is deterministic).
-		rng := rand.New(rand.NewPCG(1, 2))
+		rng := rand.New(rand.NewPCG(surFitSeed, surFitStream))
 		w := newSurWork(p)
 		v, sc := make([]float64, p), make([]float64, p)
 		vals, valsN := make([]float64, surZDraws), make([]float64, surZDraws)
@@ -651,7 +651,7 @@ func (f *fit) refitSurrogate(us, lps [][]float64) *Surrogate {
 	for i := range order {
 		order[i] = i
 	}
-	rng := rand.New(rand.NewPCG(f.s.Seed, 1<<46))
+	rng := rand.New(rand.NewPCG(f.s.Seed, surrogateStream))
 	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 	sx, slp, slw := make([][]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs))
 	for j, i := range order {
