@@ -310,7 +310,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		s.NoiseProbes = 96
 	}
 	if s.TargetESS == 0 {
-		s.TargetESS = 400
+		s.TargetESS = minESS
 	}
 	if s.Thin == 0 {
 		s.Thin = 1

@@ -143,18 +143,18 @@ func (p *Posterior) summarize() {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %d draws per chain are too few for %s", name, nMin, what))
 		case math.IsNaN(r.Rhat):
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: R-hat cannot be computed (constant chains, or non-finite draws)", name))
-		case !(r.Rhat <= 1.01):
+		case !(r.Rhat <= maxRhat):
 			who := "the chains disagree"
 			if len(p.Natural) == 1 {
 				who = "the halves of the chain disagree"
 			}
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: R-hat %.3f > 1.01: %s (not converged); run longer", name, r.Rhat, who))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: R-hat %.3f > %g: %s (not converged); run longer", name, r.Rhat, maxRhat, who))
 		}
 		switch {
 		case nMin >= 4 && (math.IsNaN(r.BulkESS) || math.IsNaN(r.TailESS)):
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the ESS cannot be computed (non-finite draws)", name))
-		case nMin >= 4 && !(r.BulkESS >= 400 && r.TailESS >= 400):
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: bulk ESS %.0f, tail ESS %.0f (< 400): too few effective draws for reliable quantiles; run longer", name, r.BulkESS, r.TailESS))
+		case nMin >= 4 && !(r.BulkESS >= minESS && r.TailESS >= minESS):
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: bulk ESS %.0f, tail ESS %.0f (< %d): too few effective draws for reliable quantiles; run longer", name, r.BulkESS, r.TailESS, minESS))
 		}
 	}
 }

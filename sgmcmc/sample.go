@@ -202,7 +202,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		ess, rhat := convergence(post, len(names))
 		cheapMore, spreadMore := 0, 0
-		if ess >= float64(f.s.TargetESS) && rhat <= 1.01 {
+		if ess >= float64(f.s.TargetESS) && rhat <= maxRhat {
 			if cheapMore = f.cheapMore(done); !stuck && cheapMore == 0 {
 				// The spread check, once: chains that pass R-hat and ESS
 				// may still share a blind spot in the tails.

@@ -1,0 +1,12 @@
+package sgmcmc
+
+// The convergence thresholds of Fit and its Posterior (Vehtari, Gelman,
+// Simpson, Carpenter and Bürkner 2021): a parameter whose rank-normalised
+// R-hat (ksd.RankRhat) exceeds maxRhat, or whose bulk or tail ESS is
+// below minESS, is warned about (Posterior.summarize); Fit extends the
+// sampling while the smallest ESS is below TargetESS (default minESS) or
+// the largest R-hat above maxRhat (sample).
+const (
+	maxRhat = 1.01
+	minESS  = 400
+)
