@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -399,7 +400,7 @@ func residualShift(dc *Discretisation, used []int, logw []float64, x [][]float64
 	for k, i := range used {
 		lw[k] = logw[i]
 	}
-	wts := normalized(lw)
+	wts := tmix.Normalized(lw)
 	s2 := 0.0
 	for i, w := range wts {
 		s2 += w * w

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // FullGradient's chains are prepared by adaptive importance sampling
@@ -54,18 +55,18 @@ const (
 // isDraws is the number of points per round for p parameters.
 func isDraws(p int) int { return max(64, 25*p) }
 
-// components returns q for Preparation.Proposal.
-func (q *tMixture) components() []ProposalComponent {
-	out := make([]ProposalComponent, len(q.weight))
-	for k := range q.weight {
-		out[k] = ProposalComponent{Weight: q.weight[k], Center: q.center[k], Chol: q.chol[k]}
+// proposalComponents returns q for Preparation.Proposal.
+func proposalComponents(q *tmix.Mixture) []ProposalComponent {
+	out := make([]ProposalComponent, len(q.Weight))
+	for k := range q.Weight {
+		out[k] = ProposalComponent{Weight: q.Weight[k], Center: q.Center[k], Chol: q.Chol[k]}
 	}
 	return out
 }
 
 // mixtureOf returns the mixture of Preparation.Proposal's components, or
 // nil when there are none.
-func mixtureOf(cs []ProposalComponent) *tMixture {
+func mixtureOf(cs []ProposalComponent) *tmix.Mixture {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -74,12 +75,12 @@ func mixtureOf(cs []ProposalComponent) *tMixture {
 	for _, k := range cs {
 		w, c, l = append(w, k.Weight), append(c, k.Center), append(l, k.Chol)
 	}
-	return newTMixture(w, c, l)
+	return tmix.New(w, c, l)
 }
 
 // isResult is what adaptIS found.
 type isResult struct {
-	proposal *tMixture
+	proposal *tmix.Mixture
 	chol     []float64 // the weighted covariance's factor
 	starts   [][]float64
 	accept   float64 // expected acceptance rate of independence steps
@@ -90,7 +91,7 @@ type isResult struct {
 
 // isRound is one round's proposal and the number of points drawn from it.
 type isRound struct {
-	q *tMixture
+	q *tmix.Mixture
 	n int
 }
 
@@ -110,7 +111,7 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 	for i := range l0 {
 		l0[i] *= isScale0
 	}
-	rounds := []isRound{{q: newTMixture([]float64{1}, [][]float64{mode}, [][]float64{l0})}}
+	rounds := []isRound{{q: tmix.New([]float64{1}, [][]float64{mode}, [][]float64{l0})}}
 	var xs [][]float64
 	var lps []float64
 	z, s := make([]float64, p), make([]float64, p)
@@ -122,7 +123,7 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 		batch := make([][]float64, n)
 		for i := range batch {
 			batch[i] = make([]float64, p)
-			q.draw(batch[i], s, rng)
+			q.Draw(batch[i], s, rng)
 		}
 		lp, err := f.logPosteriors(ctx, batch, isLogPostStream+uint64(r)<<24)
 		if err != nil {
@@ -131,14 +132,14 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 		rounds[r].n = n
 		xs, lps = append(xs, batch...), append(lps, lp...)
 		for i, x := range batch {
-			w[i] = lp[i] - q.logDensity(x, z)
+			w[i] = lp[i] - q.LogDensity(x, z)
 		}
 		essR, acc, hold := isQuality(w)
 		if hold < bestHold {
 			best, bestHold, bestAcc, bestESS = r, hold, acc, essR
 		}
 		logW := amisWeights(rounds, xs, lps, z)
-		m, cov, ess := weightedMoments(xs, logW)
+		m, cov, ess := tmix.WeightedMoments(xs, logW)
 		f.log("importance sampling, round %d: its proposal's own draws: ESS %.0f of %d, expected independence acceptance %.2f, holding time %.2f; all draws: ESS %.0f of %d",
 			r+1, essR, n, acc, hold, ess, len(xs))
 		if m == nil {
@@ -162,7 +163,7 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 				return nil, err
 			}
 			res := &isResult{proposal: rounds[best].q, starts: starts, accept: bestAcc, hold: bestHold, evals: len(xs)}
-			if l, err := choleskyOf(cov, p); err == nil {
+			if l, err := tmix.Cholesky(cov, p); err == nil {
 				res.chol = l
 			}
 			f.log("importance sampling: the chains use round %d's proposal", best+1)
@@ -221,7 +222,7 @@ func (f *fit) targetLaplace() (mode, chol []float64) {
 // with mixtures fitted to past draws: Giordani and Kohn 2010). Changing
 // the kernel between runs, a finite number of times, leaves every run
 // π-invariant.
-func (f *fit) refitProposal(us, lps [][]float64) (q *tMixture, hold, old float64) {
+func (f *fit) refitProposal(us, lps [][]float64) (q *tmix.Mixture, hold, old float64) {
 	p := f.dim
 	cur := mixtureOf(f.prep.Proposal)
 	n := 0
@@ -297,7 +298,7 @@ const isComponents = 4
 // tail miss it without any diagnostic noticing (the LGSSM on the S&P 500
 // returns: sds 0.72–0.86 of the reference with R-hat ≤ 1.005; with the
 // defensive part 0.90–0.97).
-func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tMixture, k int, scale, defensive, hold float64) {
+func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tmix.Mixture, k int, scale, defensive, hold float64) {
 	// Two folds (alternate points): candidates fitted on one are judged
 	// on the other, so that a mixture does not win by fitting the very
 	// points it is judged on.
@@ -311,12 +312,12 @@ func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tMixture, k int, 
 	}
 	// fitK returns the k-component fit (unscaled, no defensive part) to
 	// the points and its wide defensive component.
-	fitK := func(xs [][]float64, lw []float64, k int) (*tMixture, []float64, []float64) {
-		mk, cov, _ := weightedMoments(xs, lw)
+	fitK := func(xs [][]float64, lw []float64, k int) (*tmix.Mixture, []float64, []float64) {
+		mk, cov, _ := tmix.WeightedMoments(xs, lw)
 		if mk == nil {
 			return nil, nil, nil
 		}
-		lk, err := choleskyOf(cov, len(mk))
+		lk, err := tmix.Cholesky(cov, len(mk))
 		if err != nil {
 			return nil, nil, nil
 		}
@@ -325,20 +326,20 @@ func bestProposal(xs [][]float64, lps, lw, z []float64) (best *tMixture, k int, 
 			wide[i] = 2.5 * v
 		}
 		if k == 1 {
-			return newTMixture([]float64{1}, [][]float64{mk}, [][]float64{lk}), mk, wide
+			return tmix.New([]float64{1}, [][]float64{mk}, [][]float64{lk}), mk, wide
 		}
-		return fitMixture(xs, lw, k), mk, wide
+		return tmix.Fit(xs, lw, k), mk, wide
 	}
-	build := func(q *tMixture, sc, d float64, mk, wide []float64) *tMixture {
-		c := q.scaled(sc)
+	build := func(q *tmix.Mixture, sc, d float64, mk, wide []float64) *tmix.Mixture {
+		c := q.Scaled(sc)
 		if d > 0 {
-			c = c.with(d, mk, wide)
+			c = c.With(d, mk, wide)
 		}
 		return c
 	}
 	hold = math.Inf(1)
 	for nk := 1; nk <= isComponents; nk++ {
-		var qs [2]*tMixture
+		var qs [2]*tmix.Mixture
 		var ms, wides [2][]float64
 		ok := true
 		for j := range fold {
@@ -382,8 +383,8 @@ var isScales = []float64{0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.2}
 // proposals' mixture (log density lps − lw) to q. O(len(xs)²). The
 // chain's autocorrelation time is about 2·hold − 1 (each stay lasts
 // 1/α(x) steps on average; hold = 1 for q = π).
-func expectedHold(q *tMixture, xs [][]float64, lps, lw, z []float64) float64 {
-	omega := normalized(lw)
+func expectedHold(q *tmix.Mixture, xs [][]float64, lps, lw, z []float64) float64 {
+	omega := tmix.Normalized(lw)
 	lq := make([]float64, len(xs))
 	ws := make([]float64, len(xs))
 	for i, x := range xs {
@@ -391,11 +392,11 @@ func expectedHold(q *tMixture, xs [][]float64, lps, lw, z []float64) float64 {
 			lq[i], ws[i] = math.Inf(-1), math.Inf(-1)
 			continue
 		}
-		logQ := q.logDensity(x, z)
+		logQ := q.LogDensity(x, z)
 		lq[i] = logQ - (lps[i] - lw[i])
 		ws[i] = lps[i] - logQ
 	}
-	nu := normalized(lq)
+	nu := tmix.Normalized(lq)
 	if omega == nil || nu == nil {
 		return math.Inf(1)
 	}
@@ -439,7 +440,7 @@ func (f *fit) useIS(res *isResult) {
 	if res.chol != nil {
 		pr.Chol = res.chol // the Langevin steps' metric
 	}
-	pr.Proposal = res.proposal.components()
+	pr.Proposal = proposalComponents(res.proposal)
 	pr.Starts = res.starts
 	pr.AdaptIterations = (res.evals + f.s.Chains - 1) / f.s.Chains
 	f.setSurrogate(res.sur)
@@ -484,9 +485,9 @@ func amisWeights(rounds []isRound, xs [][]float64, lps []float64, z []float64) [
 			continue
 		}
 		for r := range rounds {
-			terms[r] = math.Log(float64(rounds[r].n)/float64(total)) + rounds[r].q.logDensity(x, z)
+			terms[r] = math.Log(float64(rounds[r].n)/float64(total)) + rounds[r].q.LogDensity(x, z)
 		}
-		lw[i] = lps[i] - logSumExp(terms)
+		lw[i] = lps[i] - tmix.LogSumExp(terms)
 	}
 	return lw
 }
@@ -497,7 +498,7 @@ func amisWeights(rounds []isRound, xs [][]float64, lps []float64, z []float64) [
 // (expectedHold), estimated with x weighted by w and y uniform over the
 // draws.
 func isQuality(lw []float64) (ess, accept, hold float64) {
-	w := normalized(lw)
+	w := tmix.Normalized(lw)
 	if w == nil {
 		return 0, 0, math.Inf(1)
 	}
@@ -517,7 +518,7 @@ func isQuality(lw []float64) (ess, accept, hold float64) {
 // weights lw (systematic resampling over the sorted weights, so that the
 // chains start spread over the posterior rather than at its mode).
 func resample(xs [][]float64, lw []float64, k int, rng *rand.Rand) ([][]float64, error) {
-	w := normalized(lw)
+	w := tmix.Normalized(lw)
 	if w == nil {
 		return nil, errors.New("sgmcmc: no importance draw has a finite weight")
 	}

@@ -7,11 +7,13 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distmv"
+
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // testMixture is a two-component Student-t mixture in two dimensions.
-func testMixture() *tMixture {
-	return newTMixture([]float64{0.3, 0.7},
+func testMixture() *tmix.Mixture {
+	return tmix.New([]float64{0.3, 0.7},
 		[][]float64{{-1, 0.5}, {2, -1}},
 		[][]float64{{1, 0, 0.4, 0.8}, {0.5, 0, -0.3, 1.5}})
 }
@@ -26,21 +28,21 @@ func TestTMixtureDensity(t *testing.T) {
 	q := testMixture()
 	exact := func(x []float64) float64 {
 		s := 0.0
-		for k := range q.weight {
-			l := q.chol[k]
+		for k := range q.Weight {
+			l := q.Chol[k]
 			sigma := mat.NewSymDense(2, []float64{l[0] * l[0], l[0] * l[2], l[0] * l[2], l[2]*l[2] + l[3]*l[3]})
-			d, ok := distmv.NewStudentsT(q.center[k], sigma, malaNu, nil)
+			d, ok := distmv.NewStudentsT(q.Center[k], sigma, malaNu, nil)
 			if !ok {
 				t.Fatal("gonum Student-t")
 			}
-			s += q.weight[k] * math.Exp(d.LogProb(x))
+			s += q.Weight[k] * math.Exp(d.LogProb(x))
 		}
 		return math.Log(s)
 	}
 	z := make([]float64, 2)
 	pts := [][]float64{{0, 0}, {-1, 0.5}, {2, -1}, {5, 5}, {-7, 3}}
 	for _, x := range pts[1:] {
-		got := q.logDensity(x, z) - q.logDensity(pts[0], z)
+		got := q.LogDensity(x, z) - q.LogDensity(pts[0], z)
 		want := exact(x) - exact(pts[0])
 		if math.Abs(got-want) > 1e-10 {
 			t.Errorf("log q(%v) − log q(0) = %.12f, gonum %.12f", x, got, want)
@@ -55,7 +57,7 @@ func TestTMixtureDensity(t *testing.T) {
 	var m2 [3]float64 // x0², x1², x0·x1
 	var m4 [3]float64
 	for range n {
-		q.draw(x, s, rng)
+		q.Draw(x, s, rng)
 		m[0] += x[0]
 		m[1] += x[1]
 		v := [3]float64{x[0] * x[0], x[1] * x[1], x[0] * x[1]}
@@ -66,8 +68,8 @@ func TestTMixtureDensity(t *testing.T) {
 	}
 	var wantM [2]float64
 	var wantM2 [3]float64
-	for k, w := range q.weight {
-		c, l := q.center[k], q.chol[k]
+	for k, w := range q.Weight {
+		c, l := q.Center[k], q.Chol[k]
 		s00, s01, s11 := l[0]*l[0], l[0]*l[2], l[2]*l[2]+l[3]*l[3]
 		f := malaNu / (malaNu - 2)
 		wantM[0] += w * c[0]
@@ -103,36 +105,36 @@ func TestFitMixture(t *testing.T) {
 	xs := make([][]float64, n)
 	for i := range xs {
 		k := 0
-		if rng.Float64() >= q.weight[0] {
+		if rng.Float64() >= q.Weight[0] {
 			k = 1
 		}
 		a, b := rng.NormFloat64(), rng.NormFloat64()
-		l, c := q.chol[k], q.center[k]
+		l, c := q.Chol[k], q.Center[k]
 		xs[i] = []float64{c[0] + l[0]*a, c[1] + l[2]*a + l[3]*b}
 	}
-	fit := fitMixture(xs, make([]float64, n), 2)
+	fit := tmix.Fit(xs, make([]float64, n), 2)
 	if fit == nil {
 		t.Fatal("fitMixture failed")
 	}
 	// Match the fitted components to the true ones by their first centre
 	// coordinate.
 	order := []int{0, 1}
-	if fit.center[0][0] > fit.center[1][0] {
+	if fit.Center[0][0] > fit.Center[1][0] {
 		order = []int{1, 0}
 	}
 	for k, j := range order {
-		w := fit.weight[j]
-		seW := math.Sqrt(q.weight[k] * (1 - q.weight[k]) / n)
-		t.Logf("component %d: weight %.4f (exact %.2f ± %.4f), centre %.3f (exact %v)", k, w, q.weight[k], seW, fit.center[j], q.center[k])
-		if math.Abs(w-q.weight[k]) > 4*seW {
-			t.Errorf("component %d: weight %.4f, exact %.2f (SE %.4f)", k, w, q.weight[k], seW)
+		w := fit.Weight[j]
+		seW := math.Sqrt(q.Weight[k] * (1 - q.Weight[k]) / n)
+		t.Logf("component %d: weight %.4f (exact %.2f ± %.4f), centre %.3f (exact %v)", k, w, q.Weight[k], seW, fit.Center[j], q.Center[k])
+		if math.Abs(w-q.Weight[k]) > 4*seW {
+			t.Errorf("component %d: weight %.4f, exact %.2f (SE %.4f)", k, w, q.Weight[k], seW)
 		}
 		for a := range 2 {
-			l := q.chol[k]
+			l := q.Chol[k]
 			v := []float64{l[0] * l[0], l[2]*l[2] + l[3]*l[3]}[a]
-			se := math.Sqrt(v / (q.weight[k] * n))
-			if math.Abs(fit.center[j][a]-q.center[k][a]) > 4*se {
-				t.Errorf("component %d: centre[%d] %.4f, exact %.2f (SE %.4f)", k, a, fit.center[j][a], q.center[k][a], se)
+			se := math.Sqrt(v / (q.Weight[k] * n))
+			if math.Abs(fit.Center[j][a]-q.Center[k][a]) > 4*se {
+				t.Errorf("component %d: centre[%d] %.4f, exact %.2f (SE %.4f)", k, a, fit.Center[j][a], q.Center[k][a], se)
 			}
 		}
 	}
@@ -145,7 +147,7 @@ func TestFitMixture(t *testing.T) {
 // 0.6. The holding time is also checked exactly where the proposal is the
 // target (1: every proposal accepted).
 func TestIndependenceRates(t *testing.T) {
-	q := newTMixture([]float64{1}, [][]float64{{0.3}}, [][]float64{{0.6}})
+	q := tmix.New([]float64{1}, [][]float64{{0.3}}, [][]float64{{0.6}})
 	logPi := func(x float64) float64 { return -0.5 * x * x }
 	z := make([]float64, 1)
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -157,9 +159,9 @@ func TestIndependenceRates(t *testing.T) {
 	lw := make([]float64, n)
 	for i := range xs {
 		xs[i] = make([]float64, 1)
-		q.draw(xs[i], s, rng)
+		q.Draw(xs[i], s, rng)
 		lps[i] = logPi(xs[i][0])
-		lw[i] = lps[i] - q.logDensity(xs[i], z)
+		lw[i] = lps[i] - q.LogDensity(xs[i], z)
 	}
 	_, acc, hold := isQuality(lw)
 	holdQ := expectedHold(q, xs, lps, lw, z)
@@ -167,11 +169,11 @@ func TestIndependenceRates(t *testing.T) {
 	const iters = 400000
 	x := []float64{0}
 	y := make([]float64, 1)
-	lwx := logPi(0) - q.logDensity(x, z)
+	lwx := logPi(0) - q.LogDensity(x, z)
 	accepted := 0
 	for range iters {
-		q.draw(y, s, rng)
-		lwy := logPi(y[0]) - q.logDensity(y, z)
+		q.Draw(y, s, rng)
+		lwy := logPi(y[0]) - q.LogDensity(y, z)
 		if math.Log(rng.Float64()) < lwy-lwx {
 			x[0], lwx = y[0], lwy
 			accepted++
@@ -188,7 +190,7 @@ func TestIndependenceRates(t *testing.T) {
 	}
 	// q = π: weights constant, every proposal accepted.
 	for i := range lps {
-		lps[i] = q.logDensity(xs[i], z)
+		lps[i] = q.LogDensity(xs[i], z)
 		lw[i] = 0
 	}
 	if h := expectedHold(q, xs, lps, lw, z); math.Abs(h-1) > 1e-12 {
@@ -220,21 +222,21 @@ func TestRefitProposal(t *testing.T) {
 		}
 	}
 	// Mean (0, 0.5), covariance diag(1, 0.5 + 0.09).
-	cur := newTMixture([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1, 0, 0, math.Sqrt(0.59)}})
+	cur := tmix.New([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1, 0, 0, math.Sqrt(0.59)}})
 	f := &fit{dim: 2, log: t.Logf}
-	f.prep.Proposal = cur.components()
+	f.prep.Proposal = proposalComponents(cur)
 	q, _, _ := f.refitProposal(us, lps)
 	if q == nil {
 		t.Fatal("refitProposal kept the single t")
 	}
-	rate := func(q *tMixture) float64 {
+	rate := func(q *tmix.Mixture) float64 {
 		z, s := make([]float64, 2), make([]float64, 2)
 		x, y := []float64{0, 0}, make([]float64, 2)
-		lwx := logPi(x) - q.logDensity(x, z)
+		lwx := logPi(x) - q.LogDensity(x, z)
 		acc := 0
 		for range chains * 20000 {
-			q.draw(y, s, rng)
-			lwy := logPi(y) - q.logDensity(y, z)
+			q.Draw(y, s, rng)
+			lwy := logPi(y) - q.LogDensity(y, z)
 			if math.Log(rng.Float64()) < lwy-lwx {
 				copy(x, y)
 				lwx = lwy
@@ -247,7 +249,7 @@ func TestRefitProposal(t *testing.T) {
 	// Binomial standard error of the difference (the chains' correlation
 	// makes the true one somewhat larger; the margin is far beyond it).
 	se := math.Sqrt((a0*(1-a0) + a1*(1-a1)) / (chains * 20000))
-	t.Logf("acceptance: single t %.4f, refitted %d components %.4f (SE of the difference %.4f)", a0, len(q.weight), a1, se)
+	t.Logf("acceptance: single t %.4f, refitted %d components %.4f (SE of the difference %.4f)", a0, len(q.Weight), a1, se)
 	if a1-a0 < 4*se {
 		t.Errorf("refitted proposal accepted %.4f, the single t %.4f: want a gain beyond 4 SE (%.4f)", a1, a0, 4*se)
 	}

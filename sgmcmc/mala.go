@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // mala is Precond's update made exact by a Metropolis–Hastings test, for
@@ -48,8 +49,8 @@ import (
 // state) costs nothing.
 type mala struct {
 	est Estimator
-	l   []float64 // L, row-major lower triangular
-	ind *tMixture // the independence proposal (nil: none)
+	l   []float64     // L, row-major lower triangular
+	ind *tmix.Mixture // the independence proposal (nil: none)
 	// sur, when set (with ind), turns the independence steps into
 	// surrogate transitions (surrogateMove); sw and v are its scratch.
 	sur      *Surrogate
@@ -99,7 +100,7 @@ func (m *mala) refused(err error) bool {
 // proposal, and malaNu its Student-t degrees of freedom.
 const (
 	malaIndependence = 0.5
-	malaNu           = 5.0
+	malaNu           = tmix.Nu
 )
 
 // logDensity is an Estimator that can return the log posterior alone
@@ -110,7 +111,7 @@ type logDensity interface {
 
 // newMALA returns the chain's kernel with metric L and independence
 // proposal ind (nil: Langevin proposals only).
-func newMALA(est Estimator, l []float64, ind *tMixture, dim int) *mala {
+func newMALA(est Estimator, l []float64, ind *tmix.Mixture, dim int) *mala {
 	m := &mala{est: est, l: l, ind: ind, maxDrift: 1, dim: dim, pInd: malaIndependence}
 	for i := range m.cu {
 		m.cu[i], m.cg[i] = make([]float64, dim), make([]float64, dim)
@@ -294,7 +295,7 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 // independent does the independence step from u (log posterior lp0).
 func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 	m.indProp++
-	m.ind.draw(m.up, m.s, rng)
+	m.ind.Draw(m.up, m.s, rng)
 	logU := math.Log(rng.Float64())
 	if math.IsNaN(lp0) || math.IsInf(lp0, -1) {
 		return
@@ -303,7 +304,7 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) {
 		return
 	}
-	if logU < lp1-lp0+m.ind.logDensity(u, m.d1)-m.ind.logDensity(m.up, m.d1) {
+	if logU < lp1-lp0+m.ind.LogDensity(u, m.d1)-m.ind.LogDensity(m.up, m.d1) {
 		copy(u, m.up)
 		m.indAcc++
 	}
@@ -427,7 +428,7 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 // proposal, surrogate and independence share between runs (nil unless
 // they are mala). The chains persist across
 // Runs with the same factories. Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tMixture, *Surrogate, float64)) {
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tmix.Mixture, *Surrogate, float64)) {
 	pr := &f.prep
 	var mu sync.Mutex
 	record := func(err error) { // with mu held
@@ -468,7 +469,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 			}
 			ind := mixtureOf(pr.Proposal)
 			if ind == nil {
-				ind = newTMixture([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
+				ind = tmix.New([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
 			}
 			chains[c] = newMALA(est, pr.Chol, ind, f.dim)
 			if pr.Surrogate.valid(f.dim) && pr.Proposal != nil {
@@ -505,7 +506,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 		}
 		return la, float64(ia) / float64(max(ip, 1))
 	}
-	retarget := func(q *tMixture, sur *Surrogate, pInd float64) {
+	retarget := func(q *tmix.Mixture, sur *Surrogate, pInd float64) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range chains {

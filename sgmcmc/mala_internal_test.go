@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // TestMALAExact samples the correlated Gaussian N(0, Σ), Σ = [[1, 0.9],
@@ -29,7 +30,7 @@ func TestMALAExact(t *testing.T) {
 		return -0.5 * c * (a*a - 2*rho*a*b + b*b), nil
 	})
 	l := []float64{1, 0, 0, 1}
-	run := func(adjusted bool, ind *tMixture, pInd float64, target Estimator) (cov [3]float64, se [3]float64, acc float64) {
+	run := func(adjusted bool, ind *tmix.Mixture, pInd float64, target Estimator) (cov [3]float64, se [3]float64, acc float64) {
 		const chains, iters = 4, 40000
 		ms := make([]*mala, chains)
 		newEst := func(c int) Estimator {
@@ -99,15 +100,15 @@ func TestMALAExact(t *testing.T) {
 	// from a two-component t mixture in 80% of the steps with the log
 	// posterior alone evaluated for them (the Sampler skips the gradient).
 	lazy := &countingTarget{est: target}
-	mix := newTMixture([]float64{0.7, 0.3}, [][]float64{{0.3, 0.3}, {-0.5, 0.2}}, [][]float64{{1, 0, 0, 1}, {0.8, 0, 0.5, 0.6}})
+	mix := tmix.New([]float64{0.7, 0.3}, [][]float64{{0.3, 0.3}, {-0.5, 0.2}}, [][]float64{{1, 0, 0, 1}, {0.8, 0, 0.5, 0.6}})
 	for _, c := range []struct {
 		name   string
-		ind    *tMixture
+		ind    *tmix.Mixture
 		pInd   float64
 		target Estimator
 	}{
 		{"Langevin", nil, 0, target},
-		{"t at (0.3, 0.3)", newTMixture([]float64{1}, [][]float64{{0.3, 0.3}}, [][]float64{l}), 0, target},
+		{"t at (0.3, 0.3)", tmix.New([]float64{1}, [][]float64{{0.3, 0.3}}, [][]float64{l}), 0, target},
 		{"t mixture, 80%, lazy gradients", mix, 0.8, lazy},
 	} {
 		cov, se, acc := run(true, c.ind, c.pInd, c.target)

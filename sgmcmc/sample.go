@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // extendMax bounds an extension to this many times the iterations per
@@ -468,7 +470,7 @@ type segment struct {
 // stopped after 3,825 iterations per chain with R-hat 1.006 and bulk ESS
 // ≥ 1,311 and sds 0.86–0.94 of the reference, its chains not yet in the
 // tails that the 18 s run of this rule reaches (ratios 1.02–1.06).
-func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, last segment, retarget func(*tMixture, *Surrogate, float64)) int {
+func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, last segment, retarget func(*tmix.Mixture, *Surrogate, float64)) int {
 	pr := &f.prep
 	kept := 0
 	for _, u := range post.U {
@@ -479,7 +481,7 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, l
 	if retarget != nil && pr.Proposal != nil {
 		q, hold, old := f.refitProposal(post.U, logPost)
 		if q != nil {
-			pr.Proposal = q.components()
+			pr.Proposal = proposalComponents(q)
 			post.Preparation.Proposal = pr.Proposal
 			gain = math.Min(1, (2*hold-1)/(2*old-1))
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -243,7 +244,7 @@ func surMix(a, b, eps float64) float64 {
 // unnormalised.
 func (s *Surrogate) raw(u []float64, lq float64, w *surWork) float64 {
 	p := len(u)
-	rad := math.Sqrt(mahalanobis2(s.coords(u, w), s.Mean, s.Chol, w.z))
+	rad := math.Sqrt(tmix.Mahalanobis2(s.coords(u, w), s.Mean, s.Chol, w.z))
 	copy(w.zc, w.z)
 	if rad > s.Radius {
 		for j := range w.zc {
@@ -274,7 +275,7 @@ func (s *Surrogate) raw(u []float64, lq float64, w *surWork) float64 {
 // a chain's draws), on base (nil: the fit models log π − log q in u). It
 // returns an error when the points cannot support a fit; whether the fit
 // is worth using is Hold against HoldProposal.
-func fitSurrogate(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase) (*Surrogate, error) {
+func fitSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *surBase) (*Surrogate, error) {
 	s, y, pred, omega, err := fitPart(q, xs, lps, lw, nil)
 	if err != nil {
 		return nil, err
@@ -294,7 +295,7 @@ func fitSurrogate(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase)
 		for j := range nu {
 			nu[j] = math.Log(omega[j]) - e[j]
 		}
-		_, h := independenceRates(omega, normalized(nu), e)
+		_, h := independenceRates(omega, tmix.Normalized(nu), e)
 		return h
 	}
 	eps := surDefensive
@@ -306,16 +307,16 @@ func fitSurrogate(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase)
 		v, sc := make([]float64, p), make([]float64, p)
 		vals, valsN := make([]float64, surZDraws), make([]float64, surZDraws)
 		for i := range vals {
-			q.draw(v, sc, rng)
-			lq := q.logDensity(v, sc)
+			q.Draw(v, sc, rng)
+			lq := q.LogDensity(v, sc)
 			vals[i] = s.raw(v, lq, w)
 			if s.Natural != nil {
 				valsN[i] = s.Natural.raw(v, lq, w)
 			}
 		}
-		s.LogZ = logSumExp(vals) - math.Log(surZDraws)
+		s.LogZ = tmix.LogSumExp(vals) - math.Log(surZDraws)
 		if s.Natural != nil {
-			s.Natural.LogZ = logSumExp(valsN) - math.Log(surZDraws)
+			s.Natural.LogZ = tmix.LogSumExp(valsN) - math.Log(surZDraws)
 		}
 		s.Defensive = eps
 	}
@@ -340,7 +341,7 @@ func fitSurrogate(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase)
 // nil) and returns it with y = log π − log q at its design's points, its
 // capped leave-one-out predictions of the term there, and the points'
 // normalised weights.
-func fitPart(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase) (s *Surrogate, y, pred, omega []float64, err error) {
+func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *surBase) (s *Surrogate, y, pred, omega []float64, err error) {
 	if len(xs) == 0 {
 		return nil, nil, nil, nil, errors.New("no points")
 	}
@@ -379,16 +380,16 @@ func fitPart(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase) (s *
 			base.constrain(pts[j], xs[i])
 		}
 	}
-	mean, cov, _ := weightedMoments(pts, slw)
+	mean, cov, _ := tmix.WeightedMoments(pts, slw)
 	if mean == nil {
 		return nil, nil, nil, nil, errors.New("no finite weight")
 	}
-	l, err := choleskyOf(cov, p)
+	l, err := tmix.Cholesky(cov, p)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	s = &Surrogate{Mean: mean, Chol: l, Points: make([]float64, n*p), PriorBase: base != nil, base: base}
-	omega = normalized(slw)
+	omega = tmix.Normalized(slw)
 	// y = log π − log q at the points, y − yb what the fit models
 	// (yb = log p − log q with a base, else 0), whitened coordinates,
 	// monomials.
@@ -399,8 +400,8 @@ func fitPart(q *tMixture, xs [][]float64, lps, lw []float64, base *surBase) (s *
 	scratch := make([]float64, p)
 	for j, i := range sel {
 		z := s.Points[j*p : (j+1)*p]
-		s.Radius = math.Max(s.Radius, math.Sqrt(mahalanobis2(pts[j], mean, l, z)))
-		lq := q.logDensity(xs[i], scratch)
+		s.Radius = math.Max(s.Radius, math.Sqrt(tmix.Mahalanobis2(pts[j], mean, l, z)))
+		lq := q.LogDensity(xs[i], scratch)
 		y[j] = lps[i] - lq
 		if base != nil {
 			yb[j] = base.logPrior(xs[i]) - lq
@@ -523,18 +524,18 @@ func gpFit(zs, res []float64, p int, ell float64) (alpha, loo []float64, err err
 // min(1, e^{r(y′) − r(y)})) and a random-walk step of scale 2.38/√p in
 // the surrogate's whitened coordinates (accepted with min(1,
 // π̃(y′)/π̃(y))). v, s, z are scratch of length p.
-func surrogateMove(sur *Surrogate, q *tMixture, w *surWork, u, y, v, s, z []float64, rng *rand.Rand) float64 {
+func surrogateMove(sur *Surrogate, q *tmix.Mixture, w *surWork, u, y, v, s, z []float64, rng *rand.Rand) float64 {
 	p := len(u)
 	copy(y, u)
-	lq := q.logDensity(y, z)
+	lq := q.LogDensity(y, z)
 	r := sur.r(y, lq, w)
 	lq0, r0 := lq, r
 	sd := 2.38 / math.Sqrt(float64(p))
 	for range surSteps {
 		var lqv float64
 		if rng.Float64() < 0.5 {
-			q.draw(v, s, rng)
-			lqv = q.logDensity(v, z)
+			q.Draw(v, s, rng)
+			lqv = q.LogDensity(v, z)
 			rv := sur.r(v, lqv, w)
 			if math.Log(rng.Float64()) < rv-r {
 				copy(y, v)
@@ -552,7 +553,7 @@ func surrogateMove(sur *Surrogate, q *tMixture, w *surWork, u, y, v, s, z []floa
 			}
 			v[i] = a
 		}
-		lqv = q.logDensity(v, z)
+		lqv = q.LogDensity(v, z)
 		rv := sur.r(v, lqv, w)
 		if math.Log(rng.Float64()) < rv+lqv-r-lq {
 			copy(y, v)
@@ -602,7 +603,7 @@ func diag(a []float64, p int) []float64 {
 
 // chooseSurrogate fits the surrogate relative to q at the points and
 // returns it when its holding time is at most surGain times q's, else nil.
-func (f *fit) chooseSurrogate(q *tMixture, xs [][]float64, lps, lw []float64) *Surrogate {
+func (f *fit) chooseSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64) *Surrogate {
 	s, err := fitSurrogate(q, xs, lps, lw, f.surBase())
 	if err != nil {
 		f.log("surrogate transitions: not fitted (%v)", err)
@@ -637,7 +638,7 @@ func (f *fit) refitSurrogate(us, lps [][]float64) *Surrogate {
 	lw := make([]float64, len(xs))
 	share := 0.0 // the chains' draws alone: equal weights
 	if len(xs) > 0 {
-		norm := logSumExp(f.isPts.lw) - math.Log(0.5)
+		norm := tmix.LogSumExp(f.isPts.lw) - math.Log(0.5)
 		for i, v := range f.isPts.lw {
 			lw[i] = v - norm
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // banana is the log density of u₀ ~ N(0, 1), u₁ | u₀ ~ N(u₀²/2, 1/4),
@@ -25,19 +26,19 @@ func banana(d float64) EstimatorFunc {
 
 // surrogatePoints draws n points from q and returns them with their log
 // densities under target and their log importance weights.
-func surrogatePoints(t *testing.T, q *tMixture, target Estimator, n int) (xs [][]float64, lps, lw []float64) {
+func surrogatePoints(t *testing.T, q *tmix.Mixture, target Estimator, n int) (xs [][]float64, lps, lw []float64) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
 	s, z := make([]float64, 2), make([]float64, 2)
 	var g [2]float64
 	for range n {
 		x := make([]float64, 2)
-		q.draw(x, s, rng)
+		q.Draw(x, s, rng)
 		lp, err := target.Grad(context.Background(), g[:], x, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		xs, lps, lw = append(xs, x), append(lps, lp), append(lw, lp-q.logDensity(x, z))
+		xs, lps, lw = append(xs, x), append(lps, lp), append(lw, lp-q.LogDensity(x, z))
 	}
 	return xs, lps, lw
 }
@@ -52,7 +53,7 @@ func surrogatePoints(t *testing.T, q *tMixture, target Estimator, n int) (xs [][
 // acceptance, not exactness), and with independence steps from q alone.
 func TestSurrogateExact(t *testing.T) {
 	target := banana(0)
-	q := newTMixture([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1.3, 0, 0, 1.2}})
+	q := tmix.New([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1.3, 0, 0, 1.2}})
 	accept := map[string]float64{}
 	for _, c := range []struct {
 		name  string
@@ -113,10 +114,10 @@ func TestSurrogateExact(t *testing.T) {
 // fresh points inside the design's radius), and the defensive mixture
 // integrates to one under q (LogZ).
 func TestSurrogateFit(t *testing.T) {
-	q := newTMixture([]float64{1}, [][]float64{{0, 0}}, [][]float64{{1.5, 0, 0.3, 1.2}})
+	q := tmix.New([]float64{1}, [][]float64{{0, 0}}, [][]float64{{1.5, 0, 0.3, 1.2}})
 	quad := EstimatorFunc(func(_ context.Context, _, u []float64, _ *rand.Rand) (float64, error) {
 		var z [2]float64
-		lq := q.logDensity(u, z[:])
+		lq := q.LogDensity(u, z[:])
 		return lq + 0.3*u[0] - 0.2*u[0]*u[0] + 0.1*u[0]*u[1] - 0.15*u[1]*u[1], nil
 	})
 	xs, lps, lw := surrogatePoints(t, q, quad, 300)
@@ -132,11 +133,11 @@ func TestSurrogateFit(t *testing.T) {
 	var first float64
 	for i := range 50 {
 		u := []float64{rng.NormFloat64(), rng.NormFloat64()}
-		if math.Sqrt(mahalanobis2(u, sur.Mean, sur.Chol, z)) > sur.Radius {
+		if math.Sqrt(tmix.Mahalanobis2(u, sur.Mean, sur.Chol, z)) > sur.Radius {
 			continue
 		}
 		lp, _ := quad.Grad(context.Background(), nil, u, nil)
-		d := raw.r(u, q.logDensity(u, z), w) - (lp - q.logDensity(u, z))
+		d := raw.r(u, q.LogDensity(u, z), w) - (lp - q.LogDensity(u, z))
 		if i == 0 {
 			first = d
 		}
@@ -150,8 +151,8 @@ func TestSurrogateFit(t *testing.T) {
 	sum := 0.0
 	const n = 20000
 	for range n {
-		q.draw(v, s, rng)
-		sum += math.Exp(sur.r(v, q.logDensity(v, s), w))
+		q.Draw(v, s, rng)
+		sum += math.Exp(sur.r(v, q.LogDensity(v, s), w))
 	}
 	t.Logf("E_q[π̃/q] = %.4f over %d draws; holding time %.3f (q: %.3f)", sum/n, n, sur.Hold, sur.HoldProposal)
 	if math.Abs(sum/n-1) > 0.03 {
@@ -212,7 +213,7 @@ func softplus(x float64) float64 {
 // quadratic bends away from the ridge); (2) that chains on π with it are
 // exact: E θ and E u₁ within 4 standard errors of their values.
 func TestSurrogatePriorTail(t *testing.T) {
-	q := newTMixture([]float64{1}, [][]float64{{0.8, 1.35}}, [][]float64{{1.1, 0, 0.3, 0.55}})
+	q := tmix.New([]float64{1}, [][]float64{{0.8, 1.35}}, [][]float64{{1.1, 0, 0.3, 0.55}})
 	target := EstimatorFunc(func(_ context.Context, _, u []float64, _ *rand.Rand) (float64, error) {
 		return ridgePrior(u) + ridgeLogLik(u), nil
 	})
@@ -220,7 +221,7 @@ func TestSurrogatePriorTail(t *testing.T) {
 	z := make([]float64, 2)
 	w := newSurWork(2)
 	gap := func(sur *Surrogate, u []float64) float64 {
-		lq := q.logDensity(u, z)
+		lq := q.LogDensity(u, z)
 		lt := math.Log((1-sur.Defensive)*math.Exp(sur.r(u, lq, w)-sur.LogZ)+sur.Defensive) + lq
 		if sur.Defensive == 0 {
 			lt = sur.r(u, lq, w) + lq
@@ -299,7 +300,7 @@ func TestSurrogatePriorTail(t *testing.T) {
 // independence steps from q) on target for iters iterations from start
 // (chain c's first coordinate shifted by 0.1c) and returns their trace
 // and the transitions' acceptance rate.
-func surrogateChains(t *testing.T, target Estimator, q *tMixture, sur *Surrogate, start []float64, iters int, seed uint64) (*Trace, float64) {
+func surrogateChains(t *testing.T, target Estimator, q *tmix.Mixture, sur *Surrogate, start []float64, iters int, seed uint64) (*Trace, float64) {
 	t.Helper()
 	const chains = 4
 	ms := make([]*mala, chains)
