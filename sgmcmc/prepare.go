@@ -178,7 +178,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
 	for !f.deterministic() && t.passes < f.s.AnchorPasses && shift() > 0.1 {
 		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
-		more := min(max(need-t.passes, f.s.Workers), f.s.AnchorPasses-t.passes)
+		more := min(max(need-t.passes, anchorBatch), f.s.AnchorPasses-t.passes)
 		o, err := sf.tile(ctx, u, more, stream, f.aset)
 		if err != nil {
 			return err
@@ -218,7 +218,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	if !f.deterministic() {
 		setCorr()
 		for own.passes < f.s.AnchorPasses && maxAbs(lTrans(l, corrSE)) > 0.1 {
-			more := min(max(own.passes, f.s.Workers), f.s.AnchorPasses-own.passes)
+			more := min(max(own.passes, anchorBatch), f.s.AnchorPasses-own.passes)
 			o, err := sf.tile(ctx, u, more, stream, f.gset)
 			if err != nil {
 				return err
@@ -425,3 +425,8 @@ func (f *fit) thin(n int) *fit {
 	g.log = func(format string, a ...any) { f.log("subset: "+format, a...) }
 	return &g
 }
+
+// anchorBatch is the fewest tiling passes each round of the anchor's
+// refinement adds: a constant, not Workers, so that the number of passes,
+// and the draws, do not depend on the machine.
+const anchorBatch = 2

@@ -75,15 +75,22 @@ func workerPool(n, workers int, newWorker func() func(int) error) error {
 	return errors.Join(errs...)
 }
 
-// tile runs passes tiling passes at u on the workers, with random offsets.
-// A single pass of a deterministic estimator is split over the workers
-// by blocks (Estimator.TilePart), so a long series' exact score takes
-// 1/Workers of the time.
+// tileParts is the number of interleaved sets of blocks a single pass of
+// a deterministic estimator is split into (Estimator.TilePart), taken by
+// the workers. It is fixed, not Workers: the parts' sums are added in part
+// order, so the score, and every draw after it, is the same whatever
+// GOMAXPROCS or Workers is (with parts = Workers the DAX fit's summary
+// differed in the 15th digit between GOMAXPROCS 1 and 2).
+const tileParts = 8
+
+// tile runs passes tiling passes at u on the workers, with random offsets;
+// a single pass of a deterministic estimator is split into tileParts, so
+// that a long series' exact score takes about 1/Workers of the time.
 func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, set gradient.Settings) (*tiling, error) {
 	p := f.dim
 	parts := 1
 	if passes == 1 && (set.Exact || set.Grid.Nodes > 0) {
-		parts = f.s.Workers
+		parts = tileParts
 	}
 	type partial struct {
 		g, fi, sum []float64
