@@ -32,16 +32,18 @@ type Discretisation struct {
 	Curve []float64 `json:"curve"`
 	// Cross, when set, is the full curvature B (p×p, row-major) of a
 	// correction a·z + ½ zᵀBz (+ Cubic) fitted by least squares to a
-	// Coarse model's design (quadDesign, chooseCoarse); Curve is then B's
+	// Coarse model's design (3 + 4p + p(p−1) whitened points out to 3 sds
+	// along the axes); Curve is then B's
 	// diagonal, for the record, and B is applied as it is (it was
 	// validated).
 	Cross []float64 `json:"cross,omitempty"`
 	// Cubic, when set with Cross, adds Σ_k d_k z_k³ to the correction
-	// (fitted with it on points out to quadFar along the axes).
+	// (fitted with it on points out to 3 sds along the axes).
 	Cubic []float64 `json:"cubic,omitempty"`
 	// TargetChol, when set, is the lower Cholesky factor (row-major) of
 	// the covariance of the chains' target's Gaussian approximation,
-	// N(u* + shift, C Cᵀ), which targetLaplace uses.
+	// N(u* + shift, C Cᵀ), C = L diag((1 − b_k)^(−1/2)), at which the
+	// first importance-sampling proposal is centred.
 	TargetChol []float64 `json:"target_chol,omitempty"`
 	// Level is the number of ssm.Coarsener steps from the user's model
 	// to the chains' (0 with Coarse means 1, as written before levels).
@@ -53,8 +55,8 @@ type Discretisation struct {
 	// difference.
 	Shift []float64 `json:"shift"`
 	// Coarse reports that the chains use one of the model's coarser
-	// discretisations (ssm.Coarsener; Level says which), chosen by
-	// chooseCoarse.
+	// discretisations (ssm.Coarsener; Level says which): the coarsest
+	// whose fitted correction holds (see the package documentation).
 	Coarse bool `json:"coarse,omitempty"`
 	// Residual checks the correction after sampling, when it moves a mean
 	// by more than 0.1 sd or is Coarse: evenly thinned draws (Draws) are

@@ -3,10 +3,14 @@
 // wall-clock budgets, recorders, progress printing and crash-safe
 // checkpoint/resume.
 //
-// The package consumes a small Estimator interface (a possibly noisy and biased
-// estimate ĝ(u) of the gradient of the log-posterior ∇_u log π(u | y), prior
-// included) and imports nothing else from this module, so every sampler can be
-// tested on Gaussian targets with exact gradients.
+// The samplers (Run, the Methods, Precond, the schedules, the recorders
+// and checkpoints) consume a small Estimator interface (a possibly noisy
+// and biased estimate ĝ(u) of the gradient of the log-posterior
+// ∇_u log π(u | y), prior included) and nothing else, so every sampler can
+// be tested on Gaussian targets with exact gradients. Fit, the layer above
+// them, imports the module's packages gradient (the particle gradient
+// estimators), ksd (diagnostics), pf (filters), ssm (models and data) and
+// internal/fmath, and its own internal/tmix.
 //
 // # Step-size convention
 //
@@ -124,7 +128,9 @@
 //     multivariate Student-t (ν = 5), the others are Precond's update as a
 //     Langevin proposal (step 0.7). q replaces the adaptation windows
 //     (isadapt.go): adaptive importance sampling (AMIS of Cornuet and
-//     others, 2012) in four rounds of 25p draws, the first from a t at u*
+//     others, 2012) in four to eight rounds of max(64, 25p) draws (it stops
+//     from the fourth on once a proposal's expected holding time is at
+//     most 1.6), the first from a t at u*
 //     with 1.5 × the Laplace scale, each next one fitted to all weighted draws so
 //     far (weighted EM, 1–4 components and scale, always with a defensive
 //     component: a t at 2.5 × the weighted scale, weight 0.1)
@@ -132,7 +138,7 @@
 //     chain, α(x) = E_q min(1, w(y)/w(x)), w = π/q; the chains start from
 //     the weighted draws. An independence step needs the log posterior at
 //     its proposal only (about half a gradient with an exact scorer; the
-//     Sampler skips the gradient, see gradFree); the draws cost log
+//     Sampler skips the gradient); the draws cost log
 //     posteriors without gradients and run on all workers. Where the final
 //     round's importance sampling is poor (ESS < 10% of its draws), the
 //     adaptation windows of step 3 run instead, with the Langevin step
@@ -164,15 +170,15 @@
 //     there would inject more than ten times the diffusion's variance
 //     (GARCH on DAX). AutoGradient keeps the subsequence estimator of the
 //     lower cost per effective draw, and the full-data score instead when
-//     the whole run planned with it costs less (planCost: importance
-//     rounds and exact chains against adaptation windows and SGLD at the
-//     control variate's noise on the 0.99 contour; DAX's SVM, 12 s
+//     the whole run planned with it costs less (in counted work:
+//     importance rounds and exact chains against adaptation windows and
+//     SGLD at the control variate's noise on the 0.99 contour; DAX's SVM, 12 s
 //     instead of 28 s). With a model's exact scorer (AutoFilter prefers it
 //     to a grid: the LGSSM's Kalman filter, GARCH's σ² nodes) the mode is
 //     found on the exact full-data score (every sequence one window)
 //     with the observed information −J by Levenberg–Marquardt steps, each
-//     accepted only where the exact log posterior increases
-//     (observedNewton): a tiling's buffers need not forget a long-memory
+//     accepted only where the exact log posterior increases: a tiling's
+//     buffers need not forget a long-memory
 //     state (GARCH on the S&P 500: φ ≈ 0.998, the tiled score's zero 1.3
 //     posterior sds off) and −J is indefinite far from the mode.
 //     When that exact scorer is exact only up to a discretisation
@@ -188,7 +194,7 @@
 //     is prepared at its coarser one first (GARCH: 32 nodes, refined by
 //     Richardson's extrapolation from 32 and 64), and every coarser
 //     level is then measured on one design of 3 + 4p + p(p−1) points
-//     around u*, out to 3 sds along the axes (chooseCoarse): r is fitted
+//     around u*, out to 3 sds along the axes: r is fitted
 //     by a·z + ½zᵀBz + Σ_k d_k z_k³, whose leave-one-out error says how
 //     well it holds. The chains sample the coarsest level whose fit holds
 //     (to 0.15 nats for the first level, 0.05 for a deeper one, which
@@ -213,7 +219,8 @@
 //     extended while the bulk or tail ESS or R-hat falls short: two
 //     extensions (three after the full-data path's short pilot segment,
 //     to which the proposal is refitted), and more while the sampling so
-//     far took under a minute (at most 12 segments): a curved posterior
+//     far cost under 120 nominal seconds of one worker, counted, not
+//     timed (at most 12 segments): a curved posterior
 //     makes the measured autocorrelation optimistic (the LGSSM on the S&P
 //     500 returns). An extension adds at most twice the iterations so far
 //     (and then allows one more): the ESS of short chains is a noisy, low
@@ -229,12 +236,13 @@
 //     the draws so far (half when only R-hat falls short). It also goes
 //     on while a
 //     chain of the last segment stood at one point for 20 iterations and
-//     2% of the segment or more (longestStay): a point where the
+//     2% of the segment or more: a point where the
 //     proposals have far too little mass, a part of the posterior the
 //     chains reach rarely and then stick in, which R-hat and ESS do not
 //     see; when the sampling ends with such a stay the Posterior warns.
 //     And cheap full-data chains run on to MinIterations (10,000) per
-//     chain when that costs under 15 s: the LGSSM on the S&P 500 returns
+//     chain when that costs under 50 nominal seconds of one worker: the
+//     LGSSM on the S&P 500 returns
 //     (a long curved ridge to small σ and large τ) met the ESS and R-hat
 //     targets after 5–10 s with sds 0.65–0.88 of the reference on half
 //     of eight seeds, and gives 0.91–1.05 on all eight with the rule.
@@ -254,8 +262,9 @@
 //     skipped iterations, interrupts, budgets, an imprecise anchor, a
 //     fallback to particle filters, and a discretisation correction
 //     that moves a mean by more than 1 sd, whose curvature exceeds 0.5 or
-//     whose check after sampling leaves a mean 0.2 sd from the finer
-//     scorer's (refine the scorer).
+//     whose check after sampling moves a mean by more than 0.1 sd or an
+//     sd by more than 10%, beyond the check's own 95% band, towards the
+//     finer scorer's (refine the scorer).
 //
 // The Posterior returned by Fit also answers questions about the latent
 // states, integrated over D thinned posterior draws (states.go,
@@ -265,4 +274,37 @@
 // laws of x, y and the volatility), PredictiveScore (the log predictive
 // score of held-out rows) and LogLik (the log-likelihood at a point such as
 // MeanU()).
+//
+// # Where things are
+//
+// The sampler engine: run.go and run_phases.go (Run, chains, budgets),
+// sampler.go (one chain's Sampler), method.go (SGLD, PSGLD, SGHMC, SGD,
+// Adam), precond.go (Precond), schedule.go, recorder.go, csv.go,
+// drawfile.go and trace.go (recorders), checkpoint.go and ckfile.go
+// (checkpoints), warmstart.go, status.go and errors.go.
+//
+// Fit, in the order it runs: settings.go (FitSettings), flags.go (its
+// command-line flags), fit.go (Fit, the settings' defaults and
+// validation, the set-up and the warm-up), prepare.go (the
+// preparation: mode, anchor, Jacobian, subsets), newton.go (Newton and
+// Levenberg–Marquardt steps to the mode), tiling.go (tiled full-data
+// scores), grid.go (the choice of filter and the widening of grids),
+// noise.go (gradient-noise probes, the choice of gradient, the planned
+// cost, and the SGLD step rule h = min(0.25, 1/(1 + κλ)) with its
+// autocorrelation time (2 − h)/h), adapt.go (the
+// adaptation windows), isadapt.go (importance sampling for full-data
+// chains), mala.go and surrogate.go (the Metropolis-adjusted chains and
+// their surrogate transitions), discretisation.go and quadfit.go (the
+// discretisation correction of an exact scorer such as GARCH's σ² nodes,
+// and the choice of a coarser level), sample.go (planned segments,
+// extensions and the Posterior's warnings), cost.go (counted work),
+// tailcheck.go (the spread check), posterior.go (Posterior, its summary
+// and KSD), prepfile.go (the preparation's checkpoint), states.go and
+// forecast.go (latent states, forecasts, predictive scores), report.go
+// (the JSON report) and merge.go (summaries of any chains' draws).
+//
+// Shared definitions: streams.go (every random stream and what it
+// drives), thresholds.go (R-hat 1.01 and ESS 400), linalg.go (small
+// matrix helpers), mixture.go with internal/tmix (the Student-t mixtures
+// and weighted-sample helpers).
 package sgmcmc

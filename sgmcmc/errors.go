@@ -26,7 +26,9 @@ var (
 	ErrFinished = errors.New("sgmcmc: the checkpointed run had already finished")
 	// ErrNoMode is wrapped by the error of a Fit whose search for the
 	// posterior mode runs away to ever wider state ranges: the log
-	// posterior rises without bound, an improper posterior (see runaway).
+	// posterior rises without bound, an improper posterior (two widening
+	// rounds in a row, each widening the grid's range by 1.5 times at
+	// least, whose last Newton step is 10 posterior sds or more).
 	ErrNoMode = errors.New("sgmcmc: no posterior mode")
 )
 

@@ -86,9 +86,9 @@ type Preparation struct {
 	LambdaPlain, LambdaCV    float64   // their largest eigenvalues
 	CostPlain, CostCV        float64   // counted cost per gradient of each, in nominal seconds of one worker of a reference machine (never timed: see cost.go); CostCV is 2 or 3 windows of the control variate's filter
 	CostFull                 float64   // counted cost per full-data score, T/(S+2B) windows (0: not deterministic)
-	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (see tailNoise; 0: not measured)
+	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (0: not measured)
 	Accept                   float64   // FullGradient: the Langevin (with a Surrogate, random-walk) proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
-	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (see mala; after importance sampling, the expected one until the sampling measures it)
+	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (after importance sampling, the expected one until the sampling measures it)
 	// Proposal is FullGradient's independence proposal fitted by
 	// importance sampling (nil: a Student-t at Mode with scale Chol), and
 	// Independence its share of the steps (0: 0.5).

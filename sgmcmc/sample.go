@@ -268,7 +268,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 	}
 	if stuck {
-		post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stood %d iterations at one point in the last segment: the independence proposals or surrogate transitions miss part of the posterior there, which R-hat and ESS may not show; run longer (-iters) or check the tails", stayChain, stay))
+		post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stood %d iterations at one point in the last segment: the independence proposals or surrogate transitions miss part of the posterior there, which R-hat and ESS may not show; run longer (FitSettings.Iterations) or check the tails", stayChain, stay))
 	}
 	if acc, ind := acceptance(); !math.IsNaN(ind) {
 		if math.IsNaN(acc) {
@@ -333,13 +333,13 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	if dc := pr.Discretisation; dc != nil {
 		if k, v := argMaxAbs(dc.Shift); v > discretisationMaxShift {
 			post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and the correction towards its finer scorer "+
-				"moves the posterior mean of %s by %.2f posterior sd: it rests on a quadratic model of a large difference; refine the scorer (GARCH: Nodes, -nodes)",
+				"moves the posterior mean of %s by %.2f posterior sd: it rests on a quadratic model of a large difference; refine the scorer (GARCH: Nodes)",
 				names[k], v))
 		}
 		for k, b := range dc.Curve {
 			if dc.Cross == nil && appliedCurve(b) != b {
 				post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and its curvature along whitened axis %d differs from the finer scorer's "+
-					"by %.2f (more than %.1f): the correction applies the tilt only; refine the scorer (GARCH: Nodes, -nodes)", k, b, discretisationMaxCurve))
+					"by %.2f (more than %.1f): the correction applies the tilt only; refine the scorer (GARCH: Nodes)", k, b, discretisationMaxCurve))
 				break
 			}
 		}

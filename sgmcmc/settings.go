@@ -182,10 +182,11 @@ type FitSettings struct {
 	// TargetESS is the effective sample size Iterations aims at (0: 400).
 	TargetESS int
 	// MinIterations is the number of iterations per chain that
-	// full-data chains run at least when that costs under 15 s at their
-	// rate so far (0: 10,000; negative: no minimum): their ESS and R-hat
-	// reach the targets before the chains have found a tail their
-	// proposals barely reach (see cheapMore).
+	// full-data chains run at least when the iterations still to run
+	// cost under 50 nominal seconds of one worker, counted at their
+	// measured cost per gradient (0: 10,000; negative: no minimum): their
+	// ESS and R-hat reach the targets before the chains have found a tail
+	// their proposals barely reach.
 	MinIterations int
 	// AdaptWindow is the number of iterations of each of the three
 	// adaptation windows of SGLD, which are discarded (0: ten

@@ -71,13 +71,13 @@ type Surrogate struct {
 	PriorBase bool
 	Mean      []float64 // m, the whitening centre
 	Chol      []float64 // L, row-major lower triangular
-	Quad      []float64 // a's coefficients, monomials of z of degree ≤ 2 in surMonomials' order
+	Quad      []float64 // a's coefficients, monomials of z of degree ≤ 2: 1, z_j, then z_j z_k for j ≤ k
 	Radius    float64   // a is held beyond |z| = Radius
 	Points    []float64 // z_i, row-major n×p
 	Alpha     []float64 // α_i
 	Ell       float64   // ℓ
 	// Cap bounds a + gp from above: the largest log π − log q at the
-	// fitted points plus surCapMargin. A quadratic curving upwards along
+	// fitted points plus 0.5 (2 with PriorBase). A quadratic curving upwards along
 	// some axis would otherwise put most of π̃'s mass in q's far tails
 	// (the LGSSM on the S&P 500: its surrogate's mass there made it no
 	// better than q).
