@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -94,7 +95,7 @@ func writePage(path string, results []result, long bool, total time.Duration) er
 	if !long {
 		var skipped []string
 		for _, c := range cases {
-			if c.Long {
+			if c.Long && !slices.ContainsFunc(results, func(r result) bool { return r.Case == c.Name }) {
 				skipped = append(skipped, fmt.Sprintf("%s (`%s`)", c.Title, command(c)))
 			}
 		}
