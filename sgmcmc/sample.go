@@ -28,257 +28,342 @@ func capExtension(iters, done, lastSeg int) (int, int) {
 	return extendMax * done, min(lastSeg+1, maxSegments-1)
 }
 
+// sampling is the state of (*fit).sample across its phases: plan,
+// segments (run, check, extend), then the draws' collection and the
+// warnings.
+type sampling struct {
+	names    []string
+	natural  func(dst, u []float64)
+	h        float64 // the step
+	iters    int     // the next segment's iterations per chain (times Thin)
+	lastSeg  int     // the last planned segment
+	setupErr error   // a chain's set-up error (chainFactories)
+
+	newEst     func(int) Estimator
+	newMethod  func(int) Method
+	acceptance func() (float64, float64)
+	retarget   func(*tmix.Mixture, *Surrogate, float64)
+
+	logPost [][]float64 // the draws' log posteriors (refitProposal)
+	user    *segmented  // the user's recorder across segments (nil: none, or a checkpoint's)
+	starts  [][]float64 // each chain's next start
+	post    *Posterior
+
+	res       *Result
+	runErr    error
+	stopped   int           // chains stopped by an error
+	stay      int           // the last segment's longest stay at one point (longestStay)
+	stayChain int           // and its chain
+	stuck     bool          // and whether it is too long (stayLimit, stayFrac)
+	spread    *spreadResult // the spread check's outcome (tailcheck.go)
+	spreadAt  int           // and the iterations per chain it saw
+	done      int           // iterations per chain so far
+}
+
 // sample adapts the metric, runs the chains and builds the posterior.
+//
+// Segments: the first of the planned length; while the ESS falls short
+// of TargetESS (the autocorrelation time of a short adaptation window
+// is a rough guess) or R-hat exceeds 1.01, up to two more (three after
+// FullGradient's short first segment, and one more for each extension
+// cut to extendMax times the draws so far), and more while the
+// sampling so far took less than cheapSampling (up to maxSegments in
+// all), continuing every chain where it stopped. A fixed Iterations or
+// a checkpoint make it one segment. A time budget (MaxTime) bounds the
+// wall time of all segments together: each chain of a segment gets
+// the budget left over the waves in which Run's workers take the
+// chains (4 chains on 2 workers: two waves of half of it), so a fit
+// that does not reach it runs as it would without one.
 func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
-	pr := &f.prep
-	names := f.model.ParamNames()
-	natural := func(dst, u []float64) { f.model.Constrain(dst, u) }
-	if pr.Starts == nil {
-		err := f.adapt(ctx)
-		// Nothing has reached the user's recorder yet: noisy chains that
-		// fail here can still give way to exact ones, a grid to particles.
-		if f.toFull(ctx, err) {
-			err = f.adapt(ctx)
-		}
-		if f.toParticles(ctx, err, "adaptation") {
-			if err = f.prepareAt(ctx, f.warm); err == nil {
-				err = f.adapt(ctx)
-			}
-		}
+	if err := f.ensureAdapted(ctx); err != nil {
+		return nil, err
+	}
+	s := f.planSampling()
+	for seg := 0; ; seg++ {
+		trace, err := f.runSegment(ctx, s, seg)
 		if err != nil {
 			return nil, err
 		}
-		if f.s.Checkpoint != "" {
-			if err := f.savePreparation(); err != nil {
-				return nil, err
-			}
+		if f.checkSegment(s, seg, trace) {
+			break
+		}
+		if f.extend(ctx, s, seg, trace) {
+			break
 		}
 	}
-	h := pr.StepSize
-	iters := f.s.Iterations
-	lastSeg := 2 // segments: the first and up to two extensions
-	if iters == 0 {
+	if err := f.collect(ctx, s); err != nil {
+		return nil, err
+	}
+	f.warnings(ctx, s)
+	s.post.Total = time.Since(start)
+	return s.post, nil
+}
+
+// ensureAdapted runs the adaptation unless the preparation (or its
+// checkpoint) already holds the chains' starts.
+func (f *fit) ensureAdapted(ctx context.Context) error {
+	pr := &f.prep
+	if pr.Starts != nil {
+		return nil
+	}
+	err := f.adapt(ctx)
+	// Nothing has reached the user's recorder yet: noisy chains that
+	// fail here can still give way to exact ones, a grid to particles.
+	if f.toFull(ctx, err) {
+		err = f.adapt(ctx)
+	}
+	if f.toParticles(ctx, err, "adaptation") {
+		if err = f.prepareAt(ctx, f.warm); err == nil {
+			err = f.adapt(ctx)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if f.s.Checkpoint != "" {
+		if err := f.savePreparation(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planSampling plans the first segment and sets up the chains and the
+// Posterior.
+func (f *fit) planSampling() *sampling {
+	pr := &f.prep
+	s := &sampling{names: f.model.ParamNames(), h: pr.StepSize, iters: f.s.Iterations}
+	s.natural = func(dst, u []float64) { f.model.Constrain(dst, u) }
+	s.lastSeg = 2 // segments: the first and up to two extensions
+	if s.iters == 0 {
 		least := sgldMinIters
 		if pr.Gradient == FullGradient {
 			least = fullMinIters // exact chains: no transient, a fresh draw every few steps
 		}
-		iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
-		iters = min(iters, 50000)
+		s.iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
+		s.iters = min(s.iters, 50000)
 		if pr.Gradient == FullGradient && pr.Proposal != nil && f.s.Checkpoint == "" {
 			// A short first segment: the proposal is refitted to its
 			// draws (refitProposal) before the rest, which may take one
 			// more extension. (A checkpoint makes one segment: no refit.)
-			iters = min(iters, isPilot)
-			lastSeg = 3
+			s.iters = min(s.iters, isPilot)
+			s.lastSeg = 3
 		}
 	}
-	iters *= f.s.Thin
-	var setupErr error
-	newEst, newMethod, acceptance, retarget := f.chainFactories(f.noiseW(), &setupErr)
-	logPost := make([][]float64, f.s.Chains) // the draws' log posteriors (refitProposal)
-	var user *segmented
+	s.iters *= f.s.Thin
+	s.newEst, s.newMethod, s.acceptance, s.retarget = f.chainFactories(f.noiseW(), &s.setupErr)
+	s.logPost = make([][]float64, f.s.Chains)
 	if f.s.Recorder != nil && f.s.Checkpoint == "" {
-		user = &segmented{r: f.s.Recorder}
+		s.user = &segmented{r: f.s.Recorder}
 	}
-	starts := pr.Starts
-	burn := pr.AdaptIterations
-	post := &Posterior{Names: names, Dim: f.dim, Preparation: f.prep, BurnIn: burn, Thin: f.s.Thin, resumed: f.resumed}
+	s.starts = pr.Starts
+	post := &Posterior{Names: s.names, Dim: f.dim, Preparation: f.prep, BurnIn: pr.AdaptIterations, Thin: f.s.Thin, resumed: f.resumed}
 	post.model, post.data = f.user, f.data
 	post.U = make([][]float64, f.s.Chains)
 	post.Natural = make([][]float64, f.s.Chains)
-	// Segments: the first of the planned length; while the ESS falls short
-	// of TargetESS (the autocorrelation time of a short adaptation window
-	// is a rough guess) or R-hat exceeds 1.01, up to two more (three after
-	// FullGradient's short first segment, and one more for each extension
-	// cut to extendMax times the draws so far), and more while the
-	// sampling so far took less than cheapSampling (up to maxSegments in
-	// all), continuing every chain where it stopped. A fixed Iterations or
-	// a checkpoint make it one segment. A time budget (MaxTime) bounds the
-	// wall time of all segments together: each chain of a segment gets
-	// the budget left over the waves in which Run's workers take the
-	// chains (4 chains on 2 workers: two waves of half of it), so a fit
-	// that does not reach it runs as it would without one.
-	var res *Result
-	var runErr error
-	stopped := 0
-	stay, stayChain := 0, 0  // the last segment's longest stay at one point (longestStay)
-	stuck := false           // and whether it is too long (stayLimit, stayFrac)
-	var spread *spreadResult // the spread check's outcome (tailcheck.go)
-	spreadAt := 0            // and the iterations per chain it saw
-	done := 0                // iterations per chain so far
-	for seg := 0; ; seg++ {
-		trace := &Trace{Transform: natural, NaturalDim: len(names)}
-		recs := []Recorder{trace}
-		var draws *drawFile
-		if f.s.Checkpoint != "" {
-			// One segment: its draws survive an interrupt (drawFile).
-			draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim, f.fingerprint())
-			recs[0] = draws
-		}
-		switch {
-		case user != nil:
-			recs = append(recs, user)
-		case f.s.Recorder != nil:
-			// One segment with a checkpoint: the recorder itself, so that a
-			// Resumer (CSVRecorder) continues its file on resume.
-			recs = append(recs, f.s.Recorder)
-		}
-		if f.s.Progress != nil {
-			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: natural})
-		}
-		if pr.Gradient == FullGradient {
-			if pr.Surrogate != nil {
-				f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% random-walk steps (autocorrelation time ≈ %.0f)",
-					f.s.Chains, iters, 100*pr.Independence, 100*(1-pr.Independence), pr.IAT)
-			} else {
-				f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on full-data scores, Langevin step %.3g (autocorrelation time ≈ %.0f)",
-					f.s.Chains, iters, h, pr.IAT)
-			}
-		} else {
-			f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
-				f.s.Chains, iters, pr.Gradient, h, pr.IAT)
-		}
-		st := Settings{
-			Iterations:  iters,
-			Runtime:     f.chainBudget(post.Sampling),
-			Thin:        f.s.Thin,
-			Schedule:    Constant(h),
-			Chains:      f.s.Chains,
-			Concurrency: f.s.Workers,
-			Seed:        f.s.Seed + uint64(seg)*segmentSeedStride,
-			NonFinite:   Skip,
-			Recorder:    Multi(recs...),
-			RecordAll:   true,
-		}
-		if seg == 0 {
-			st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
-			st.CheckpointEvery = f.checkpointEvery()
-		}
-		res, runErr = Run(ctx, newEst, newMethod,
-			func(c int, u []float64) error { copy(u, starts[c]); return nil },
-			f.dim, st)
-		if draws != nil {
-			// Run's Done closed it unless Init or Resume failed.
-			if err := draws.close(); err != nil && runErr == nil {
-				runErr = err
-			}
-		}
-		if setupErr != nil {
-			return nil, setupErr
-		}
-		if res == nil {
-			return nil, runErr
-		}
-		post.Run = res
-		post.Sampling += res.Runtime
-		for c, ch := range res.Chains {
-			post.Iterations = min(post.Iterations, ch.Iterations)
-			post.Skipped += ch.Skipped
-			starts[c] = ch.U
-			if ch.Err != nil {
-				stopped++
-				post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stopped at iteration %d: %v", c, ch.Iterations, ch.Err))
-			}
-		}
-		for c, ch := range trace.Chains {
-			post.U[c] = append(post.U[c], ch.U...)
-			post.Natural[c] = append(post.Natural[c], ch.Natural...)
-			logPost[c] = append(logPost[c], ch.LogPost...)
-		}
-		if user != nil {
-			user.offset += iters
-		}
-		done += iters
-		// The stay check on every segment, the last one included (a cap,
-		// a fixed Iterations, a checkpoint or a time budget ends the loop
-		// below).
-		segU := make([][]float64, len(trace.Chains))
-		for c, ch := range trace.Chains {
-			segU[c] = ch.U
-		}
-		stay, stayChain = longestStay(segU, f.dim)
-		stuck = pr.Gradient == FullGradient && stay >= max(stayLimit, int(stayFrac*float64(iters)))
-		if seg >= lastSeg && (seg+1 >= maxSegments || float64(done*f.s.Chains)*f.iterCost() >= cheapSampling) || runErr != nil || stopped > 0 ||
-			f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(res, post) {
-			break
-		}
-		ess, rhat := convergence(post, len(names))
-		cheapMore, spreadMore := 0, 0
-		if ess >= float64(f.s.TargetESS) && rhat <= maxRhat {
-			if cheapMore = f.cheapMore(done); !stuck && cheapMore == 0 {
-				// The spread check, once: chains that pass R-hat and ESS
-				// may still share a blind spot in the tails.
-				n := f.spreadDraws()
-				if n == 0 || spread != nil {
-					break
-				}
-				var err error
-				if spread, err = f.spreadCheck(ctx, post.U, n, spreadStream+uint64(seg)); err != nil {
-					f.log("spread check not run: %v", err)
-					break
-				}
-				spreadAt = done
-				if k, _ := spread.off(); k < 0 {
-					f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(spread), spread.ess)
-					break
-				}
-				f.log("spread check: %s", spreadWarning(spread, names))
-				spreadMore = done
-			}
-			if stuck {
-				f.log("chain %d stood %d iterations at one point: its proposals miss part of the posterior there", stayChain, stay)
-			}
-		}
-		if pr.Gradient == FullGradient {
-			// The last segment's own ESS, when there were segments before
-			// it: how the chains mix now (see fullExtension).
-			var last segment
-			if seg > 0 {
-				segNat := make([][]float64, len(trace.Chains))
-				for c, ch := range trace.Chains {
-					segNat[c] = ch.Natural
-					last.kept += len(ch.Natural) / len(names)
-				}
-				last.ess, _ = convergence(&Posterior{Natural: segNat}, len(names))
-			}
-			iters = max(f.fullExtension(post, logPost, ess, last, retarget), f.s.Thin*cheapMore, spreadMore)
-		} else {
-			// Enough for the ESS target, and at least half as many again
-			// when only R-hat is short.
-			more := float64(done) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
-			iters = min(50000, max(200, int(math.Ceil(more))))
-		}
-		iters, lastSeg = capExtension(iters, done, lastSeg)
-		f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, iters)
+	s.post = post
+	return s
+}
+
+// runSegment runs segment seg of s.iters iterations per chain from
+// s.starts and appends its draws to the Posterior; it returns the
+// segment's trace, or an error when no chain could run.
+func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, error) {
+	pr, post, names := &f.prep, s.post, s.names
+	trace := &Trace{Transform: s.natural, NaturalDim: len(names)}
+	recs := []Recorder{trace}
+	var draws *drawFile
+	if f.s.Checkpoint != "" {
+		// One segment: its draws survive an interrupt (drawFile).
+		draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim, f.fingerprint())
+		recs[0] = draws
 	}
+	switch {
+	case s.user != nil:
+		recs = append(recs, s.user)
+	case f.s.Recorder != nil:
+		// One segment with a checkpoint: the recorder itself, so that a
+		// Resumer (CSVRecorder) continues its file on resume.
+		recs = append(recs, f.s.Recorder)
+	}
+	if f.s.Progress != nil {
+		recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: s.natural})
+	}
+	if pr.Gradient == FullGradient {
+		if pr.Surrogate != nil {
+			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% random-walk steps (autocorrelation time ≈ %.0f)",
+				f.s.Chains, s.iters, 100*pr.Independence, 100*(1-pr.Independence), pr.IAT)
+		} else {
+			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on full-data scores, Langevin step %.3g (autocorrelation time ≈ %.0f)",
+				f.s.Chains, s.iters, s.h, pr.IAT)
+		}
+	} else {
+		f.log("sampling: %d chains × %d iterations of %v-gradient SGLD, step %.3g (autocorrelation time ≈ %.0f)",
+			f.s.Chains, s.iters, pr.Gradient, s.h, pr.IAT)
+	}
+	st := Settings{
+		Iterations:  s.iters,
+		Runtime:     f.chainBudget(post.Sampling),
+		Thin:        f.s.Thin,
+		Schedule:    Constant(s.h),
+		Chains:      f.s.Chains,
+		Concurrency: f.s.Workers,
+		Seed:        f.s.Seed + uint64(seg)*segmentSeedStride,
+		NonFinite:   Skip,
+		Recorder:    Multi(recs...),
+		RecordAll:   true,
+	}
+	if seg == 0 {
+		st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
+		st.CheckpointEvery = f.checkpointEvery()
+	}
+	starts := s.starts
+	s.res, s.runErr = Run(ctx, s.newEst, s.newMethod,
+		func(c int, u []float64) error { copy(u, starts[c]); return nil },
+		f.dim, st)
+	if draws != nil {
+		// Run's Done closed it unless Init or Resume failed.
+		if err := draws.close(); err != nil && s.runErr == nil {
+			s.runErr = err
+		}
+	}
+	if s.setupErr != nil {
+		return nil, s.setupErr
+	}
+	if s.res == nil {
+		return nil, s.runErr
+	}
+	res := s.res
+	post.Run = res
+	post.Sampling += res.Runtime
+	for c, ch := range res.Chains {
+		post.Iterations = min(post.Iterations, ch.Iterations)
+		post.Skipped += ch.Skipped
+		s.starts[c] = ch.U
+		if ch.Err != nil {
+			s.stopped++
+			post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stopped at iteration %d: %v", c, ch.Iterations, ch.Err))
+		}
+	}
+	for c, ch := range trace.Chains {
+		post.U[c] = append(post.U[c], ch.U...)
+		post.Natural[c] = append(post.Natural[c], ch.Natural...)
+		s.logPost[c] = append(s.logPost[c], ch.LogPost...)
+	}
+	if s.user != nil {
+		s.user.offset += s.iters
+	}
+	s.done += s.iters
+	return trace, nil
+}
+
+// checkSegment runs the stay check on the segment just run (on every
+// segment, the last one included) and reports whether the sampling ends
+// here: the planned segments are done and the cap or the cheap budget
+// is reached, a chain failed, Iterations is fixed, a checkpoint makes
+// one segment, or the time budget is spent.
+func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
+	segU := make([][]float64, len(trace.Chains))
+	for c, ch := range trace.Chains {
+		segU[c] = ch.U
+	}
+	s.stay, s.stayChain = longestStay(segU, f.dim)
+	s.stuck = f.prep.Gradient == FullGradient && s.stay >= max(stayLimit, int(stayFrac*float64(s.iters)))
+	return seg >= s.lastSeg && (seg+1 >= maxSegments || float64(s.done*f.s.Chains)*f.iterCost() >= cheapSampling) || s.runErr != nil || s.stopped > 0 ||
+		f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(s.res, s.post)
+}
+
+// extend measures the ESS and R-hat of the draws so far and either ends
+// the sampling (true: the targets are met, no cheap run-on or stay asks
+// for more, and the spread check, run once, passed or could not run) or
+// sets the next segment's iterations.
+func (f *fit) extend(ctx context.Context, s *sampling, seg int, trace *Trace) bool {
+	pr, post, names := &f.prep, s.post, s.names
+	ess, rhat := convergence(post, len(names))
+	cheapMore, spreadMore := 0, 0
+	if ess >= float64(f.s.TargetESS) && rhat <= maxRhat {
+		if cheapMore = f.cheapMore(s.done); !s.stuck && cheapMore == 0 {
+			// The spread check, once: chains that pass R-hat and ESS
+			// may still share a blind spot in the tails.
+			n := f.spreadDraws()
+			if n == 0 || s.spread != nil {
+				return true
+			}
+			var err error
+			if s.spread, err = f.spreadCheck(ctx, post.U, n, spreadStream+uint64(seg)); err != nil {
+				f.log("spread check not run: %v", err)
+				return true
+			}
+			s.spreadAt = s.done
+			if k, _ := s.spread.off(); k < 0 {
+				f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(s.spread), s.spread.ess)
+				return true
+			}
+			f.log("spread check: %s", spreadWarning(s.spread, names))
+			spreadMore = s.done
+		}
+		if s.stuck {
+			f.log("chain %d stood %d iterations at one point: its proposals miss part of the posterior there", s.stayChain, s.stay)
+		}
+	}
+	if pr.Gradient == FullGradient {
+		// The last segment's own ESS, when there were segments before
+		// it: how the chains mix now (see fullExtension).
+		var last segment
+		if seg > 0 {
+			segNat := make([][]float64, len(trace.Chains))
+			for c, ch := range trace.Chains {
+				segNat[c] = ch.Natural
+				last.kept += len(ch.Natural) / len(names)
+			}
+			last.ess, _ = convergence(&Posterior{Natural: segNat}, len(names))
+		}
+		s.iters = max(f.fullExtension(post, s.logPost, ess, last, s.retarget), f.s.Thin*cheapMore, spreadMore)
+	} else {
+		// Enough for the ESS target, and at least half as many again
+		// when only R-hat is short.
+		more := float64(s.done) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
+		s.iters = min(50000, max(200, int(math.Ceil(more))))
+	}
+	s.iters, s.lastSeg = capExtension(s.iters, s.done, s.lastSeg)
+	f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, s.iters)
+	return false
+}
+
+// collect runs the spread check on the final draws (unless it already
+// passed on them), records the acceptance rates, closes the user's
+// recorder and drops chains without draws; it returns an error when no
+// draw was kept.
+func (f *fit) collect(ctx context.Context, s *sampling) error {
+	post, names := s.post, s.names
 	// The spread check on the final draws, unless it already passed on
 	// them: a fixed Iterations, a checkpoint, a cap or an extension after
 	// a failed check end here.
-	if n := f.spreadDraws(); n > 0 && ctx.Err() == nil && done > spreadAt {
+	if n := f.spreadDraws(); n > 0 && ctx.Err() == nil && s.done > s.spreadAt {
 		if r, err := f.spreadCheck(ctx, post.U, n, spreadFinalStream); err == nil {
-			spread = r
+			s.spread = r
 			f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(r), r.ess)
 		} else {
 			f.log("spread check not run: %v", err)
 		}
 	}
-	if spread != nil {
-		if w := spreadWarning(spread, names); w != "" {
+	if s.spread != nil {
+		if w := spreadWarning(s.spread, names); w != "" {
 			post.Warnings = append(post.Warnings, w)
 		}
 	}
-	if stuck {
-		post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stood %d iterations at one point in the last segment: the independence proposals or surrogate transitions miss part of the posterior there, which R-hat and ESS may not show; run longer (FitSettings.Iterations) or check the tails", stayChain, stay))
+	if s.stuck {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stood %d iterations at one point in the last segment: the independence proposals or surrogate transitions miss part of the posterior there, which R-hat and ESS may not show; run longer (FitSettings.Iterations) or check the tails", s.stayChain, s.stay))
 	}
-	if acc, ind := acceptance(); !math.IsNaN(ind) {
+	if acc, ind := s.acceptance(); !math.IsNaN(ind) {
 		if math.IsNaN(acc) {
 			acc = 0 // no Langevin proposal (JSON has no NaN)
 		}
 		post.Preparation.Accept, post.Preparation.AcceptIndependent = acc, ind
 		f.log("Metropolis–Hastings acceptance rates: %s", post.Preparation.acceptance())
 	}
-	if user != nil {
-		if err := user.r.Done(res); err != nil {
+	if s.user != nil {
+		if err := s.user.r.Done(s.res); err != nil {
 			post.Warnings = append(post.Warnings, "recorder: "+err.Error())
 		}
 	}
@@ -303,24 +388,31 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 			empty, f.s.Workers, f.s.Chains, len(us), f.s.Chains))
 	}
 	if post.Draws() == 0 {
-		if f.s.Checkpoint != "" && runErr == nil && res.Status == IterationLimit {
-			return nil, fmt.Errorf("%w: its draws are in the recorder's output; remove %s, %[2]s.prep and %[2]s.draws to fit again",
+		if f.s.Checkpoint != "" && s.runErr == nil && s.res.Status == IterationLimit {
+			return fmt.Errorf("%w: its draws are in the recorder's output; remove %s, %[2]s.prep and %[2]s.draws to fit again",
 				ErrFinished, f.s.Checkpoint)
 		}
-		if runErr != nil {
-			return nil, fmt.Errorf("sgmcmc: no draws kept: %w", runErr)
+		if s.runErr != nil {
+			return fmt.Errorf("sgmcmc: no draws kept: %w", s.runErr)
 		}
-		if res.Status == RuntimeLimit {
-			return nil, fmt.Errorf("sgmcmc: no draws kept: the time budget (MaxTime %v) ran out before the first draw", f.s.MaxTime)
+		if s.res.Status == RuntimeLimit {
+			return fmt.Errorf("sgmcmc: no draws kept: the time budget (MaxTime %v) ran out before the first draw", f.s.MaxTime)
 		}
-		return nil, fmt.Errorf("sgmcmc: no draws kept: the chains stopped after %d iterations", post.Iterations)
+		return fmt.Errorf("sgmcmc: no draws kept: the chains stopped after %d iterations", post.Iterations)
 	}
+	return nil
+}
+
+// warnings adds the run's and the preparation's warnings, summarises
+// the draws, checks the discretisation correction and computes the KSD.
+func (f *fit) warnings(ctx context.Context, s *sampling) {
+	pr, post, names, runErr := &f.prep, s.post, s.names, s.runErr
 	switch {
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %s iterations per chain: the summary uses the %d draws kept so far", post.iterationRange(), post.Draws()))
-	case f.budgetSpent(res, post):
-		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), done))
-	case runErr != nil && stopped == 0:
+	case f.budgetSpent(s.res, post):
+		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), s.done))
+	case runErr != nil && s.stopped == 0:
 		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
 	if pr.Fallback != "" {
@@ -349,7 +441,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 	}
 	if n := f.clippedSteps(); n > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d of the SGLD steps injected more noise than the posterior allows (step %.3g with gradient noise λ_max(W) = %.3g needs h(1 + λ) ≤ 2): the draws are wider than the posterior; use a smaller StepSize or leave it 0",
-			n, h, maxEigen(f.noiseW(), f.dim)))
+			n, s.h, maxEigen(f.noiseW(), f.dim)))
 	}
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
@@ -377,8 +469,6 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		}
 		post.KSD = k
 	}
-	post.Total = time.Since(start)
-	return post, nil
 }
 
 // chainBudget returns the compute time each chain of the next sampling
