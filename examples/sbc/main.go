@@ -267,6 +267,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return writeText(stdout, rep)
 }
 
+// testFitSettings, nil outside tests, lets the end-to-end test shorten the
+// fits (it checks the output's structure, not the calibration).
+var testFitSettings func(*sgmcmc.FitSettings)
+
 // replicate runs replication r and times it.
 func replicate(ctx context.Context, o options, s setup, r int) repResult {
 	start := time.Now()
@@ -294,6 +298,9 @@ func replicateUntimed(ctx context.Context, o options, s setup, r int) repResult 
 		res.Scale = err.Error()
 	}
 	set := sgmcmc.FitSettings{Seed: rng.Uint64(), Chains: o.chains}
+	if testFitSettings != nil {
+		testFitSettings(&set)
+	}
 	post, err := sgmcmc.Fit(ctx, s.fit, data, set)
 	if err != nil {
 		res.Err = "fit: " + err.Error()

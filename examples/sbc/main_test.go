@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 )
 
 func TestThinIndices(t *testing.T) {
@@ -293,11 +294,18 @@ func TestBadInput(t *testing.T) {
 
 // TestEndToEnd runs three replications of the LGSSM at T = 100 with two
 // chains and checks the JSON and the PNG: the structure, not the
-// calibration (three replications say nothing about uniformity).
+// calibration (three replications say nothing about uniformity). The fits
+// are shortened (200 kept iterations per chain, no 10,000-iteration
+// minimum, 100 warm-up iterations, no KSD): at Fit's defaults the three
+// take about a minute on a loaded 2-core machine.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits three series (several seconds)")
 	}
+	testFitSettings = func(s *sgmcmc.FitSettings) {
+		s.Iterations, s.MinIterations, s.WarmUp, s.KSDDraws = 200, -1, 100, -1
+	}
+	defer func() { testFitSettings = nil }()
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	start := time.Now()
