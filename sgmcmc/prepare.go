@@ -150,41 +150,16 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	fisher := t.fisher
 	var jac []float64
 	if f.deterministic() {
-		// Above jacobianObs observations the Jacobian comes from a subset
-		// of jacobianObs, scaled up: p + 1 full passes would dominate the
-		// preparation. Its error only rescales the control variate's
-		// linear term: on the simulated SVM with T = 10⁶, a 10⁵ subset's
-		// diagonal was within 0.7–5% of the full data's, and τ's
-		// posterior sd moved by 2.6% (0.00334 vs 0.00343).
-		jf := sf
-		if sf.total > 2*jacobianObs {
-			jf = f.subset(jacobianObs)
-		}
-		if jac, err = jf.jacobian(ctx, u, stream); err != nil {
+		if jac, err = f.jacobianAt(ctx, sf, u, stream); err != nil {
 			return err
 		}
 		stream++
 	}
 	own := t // the chains' own filter's tiled score at u
 	if !f.deterministic() {
-		// Four passes at least: their spread is the standard error's
-		// estimate, and two would give it one degree of freedom.
-		first := min(4, f.s.AnchorPasses)
-		if t, err = sf.tile(ctx, u, first, stream, f.aset); err != nil {
+		if t, stream, err = f.anchorPasses(ctx, sf, u, l, stream); err != nil {
 			return err
 		}
-		stream += uint64(first)
-	}
-	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
-	for !f.deterministic() && t.passes < f.s.AnchorPasses && shift() > 0.1 {
-		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
-		more := min(max(need-t.passes, anchorBatch), f.s.AnchorPasses-t.passes)
-		o, err := sf.tile(ctx, u, more, stream, f.aset)
-		if err != nil {
-			return err
-		}
-		stream += uint64(more)
-		t.merge(o)
 	}
 	if f.prep.Exact && jac != nil && !t.full {
 		// The model's exact scorer: the observed information −J is the
@@ -209,23 +184,9 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	// mean by < 0.1 sd.
 	correction := make([]float64, p)
 	corrSE := make([]float64, p)
-	setCorr := func() {
-		for i := range correction {
-			correction[i] = t.mean[i] - own.mean[i]
-			corrSE[i] = math.Hypot(t.se[i], own.se[i])
-		}
-	}
 	if !f.deterministic() {
-		setCorr()
-		for own.passes < f.s.AnchorPasses && maxAbs(lTrans(l, corrSE)) > 0.1 {
-			more := min(max(own.passes, anchorBatch), f.s.AnchorPasses-own.passes)
-			o, err := sf.tile(ctx, u, more, stream, f.gset)
-			if err != nil {
-				return err
-			}
-			stream += uint64(more)
-			own.merge(o)
-			setCorr()
+		if err := f.biasCorrection(ctx, sf, u, l, t, own, stream, correction, corrSE); err != nil {
+			return err
 		}
 	}
 	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, Jacobian: jac, S: f.gset.S, B: f.gset.B,
@@ -234,6 +195,74 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 
 	return f.measureNoise(ctx)
+}
+
+// jacobianAt returns the Jacobian of the full-data score at u, from sf's
+// observations. Above jacobianObs observations it comes from a subset
+// of jacobianObs, scaled up: p + 1 full passes would dominate the
+// preparation. Its error only rescales the control variate's linear
+// term: on the simulated SVM with T = 10⁶, a 10⁵ subset's diagonal was
+// within 0.7–5% of the full data's, and τ's posterior sd moved by 2.6%
+// (0.00334 vs 0.00343).
+func (f *fit) jacobianAt(ctx context.Context, sf *fit, u []float64, stream uint64) ([]float64, error) {
+	jf := sf
+	if sf.total > 2*jacobianObs {
+		jf = f.subset(jacobianObs)
+	}
+	return jf.jacobian(ctx, u, stream)
+}
+
+// anchorPasses tiles sf's observations at u with the anchor's filter
+// (AnchorParticles) from stream on: four passes at least (their spread
+// is the standard error's estimate, and two would give it one degree of
+// freedom), then more, up to AnchorPasses, until the error moves the
+// mean (posterior scale L = l) by less than 0.1 sd. It returns the
+// tiling and the next stream.
+func (f *fit) anchorPasses(ctx context.Context, sf *fit, u, l []float64, stream uint64) (*tiling, uint64, error) {
+	first := min(4, f.s.AnchorPasses)
+	t, err := sf.tile(ctx, u, first, stream, f.aset)
+	if err != nil {
+		return nil, stream, err
+	}
+	stream += uint64(first)
+	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
+	for t.passes < f.s.AnchorPasses && shift() > 0.1 {
+		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
+		more := min(max(need-t.passes, anchorBatch), f.s.AnchorPasses-t.passes)
+		o, err := sf.tile(ctx, u, more, stream, f.aset)
+		if err != nil {
+			return nil, stream, err
+		}
+		stream += uint64(more)
+		t.merge(o)
+	}
+	return t, stream, nil
+}
+
+// biasCorrection sets the plain chains' bias correction t.mean − own.mean
+// and its standard error in correction and corrSE, first from own's
+// passes, then with more passes of the chains' own filter at u (merged
+// into own; up to AnchorPasses) until corrSE moves the mean (posterior
+// scale L = l) by less than 0.1 sd.
+func (f *fit) biasCorrection(ctx context.Context, sf *fit, u, l []float64, t, own *tiling, stream uint64, correction, corrSE []float64) error {
+	setCorr := func() {
+		for i := range correction {
+			correction[i] = t.mean[i] - own.mean[i]
+			corrSE[i] = math.Hypot(t.se[i], own.se[i])
+		}
+	}
+	setCorr()
+	for own.passes < f.s.AnchorPasses && maxAbs(lTrans(l, corrSE)) > 0.1 {
+		more := min(max(own.passes, anchorBatch), f.s.AnchorPasses-own.passes)
+		o, err := sf.tile(ctx, u, more, stream, f.gset)
+		if err != nil {
+			return err
+		}
+		stream += uint64(more)
+		own.merge(o)
+		setCorr()
+	}
+	return nil
 }
 
 // jacobian returns J = ∂ĝ_full/∂u at u (row-major, J[i*p+k] = ∂ĝ_i/∂u_k)

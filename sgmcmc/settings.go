@@ -1,8 +1,10 @@
 package sgmcmc
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -273,3 +275,69 @@ const (
 
 // maxKSDObs is the data size above which the KSD is skipped by default.
 const maxKSDObs = 100000
+
+// badSettings returns an error wrapping ErrSettings with the message
+// format.
+func badSettings(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...)
+}
+
+// checkSettings returns an error for settings out of their range, for
+// a model with params parameters, before Fit sets the defaults.
+func checkSettings(s FitSettings, params int) error {
+	bad := badSettings
+	switch {
+	case s.S < 0:
+		return bad("S = %d is negative", s.S)
+	case s.N < 0 || s.AnchorParticles < 0 || s.CVParticles < 0:
+		return bad("N = %d, CVParticles = %d and AnchorParticles = %d must not be negative", s.N, s.CVParticles, s.AnchorParticles)
+	case s.AnchorParticles > 0 && s.AnchorParticles < cmp.Or(s.N, 1000):
+		// The control-variate chains inherit the anchor's particle bias,
+		// which no diagnostic sees: AnchorParticles = 1 on 300 LGSSM steps
+		// gave φ 0.733 ± 0.045 against 0.904 ± 0.031, R-hat ≤ 1.01.
+		return bad("AnchorParticles = %d is below the chains' N = %d: the control-variate chains inherit the anchor's particle bias (0: 16N)", s.AnchorParticles, cmp.Or(s.N, 1000))
+	case s.Thin > maxThin:
+		return bad("Thin = %d exceeds %d", s.Thin, maxThin)
+	case s.WarmUp < 0 || s.AnchorPasses < 0 || s.NoiseProbes < 0 || s.PrepObs < 0:
+		return bad("WarmUp, AnchorPasses, NoiseProbes and PrepObs must not be negative")
+	case s.StepSize < 0 || math.IsNaN(s.StepSize) || s.StepSize >= 1:
+		return bad("StepSize = %v must be in [0, 1) (0 chooses it)", s.StepSize)
+	case s.Iterations < 0 || s.TargetESS < 0 || s.AdaptWindow < 0 || s.Thin < 0:
+		return bad("Iterations, TargetESS, AdaptWindow and Thin must not be negative")
+	case s.Chains < 0 || s.Workers < 0:
+		return bad("Chains and Workers must not be negative")
+	case s.MaxTime < 0:
+		return bad("MaxTime = %v is negative", s.MaxTime)
+	case s.Gradient < AutoGradient || s.Gradient > FullGradient:
+		return bad("unknown Gradient %d", s.Gradient)
+	case s.Filter < AutoFilter || s.Filter > GridFilter:
+		return bad("unknown Filter %d", s.Filter)
+	case s.Init != nil && len(s.Init) != params:
+		return bad("Init has %d values for %d parameters", len(s.Init), params)
+	}
+	// Fit keeps every draw in memory (Posterior.U and Natural) and the
+	// noise probes' points: absurd counts are refused here, not met by an
+	// allocation that never returns (Iterations = MaxInt hung, and did
+	// not answer a cancelled context).
+	if s.Chains > maxChains {
+		return bad("Chains = %d exceeds %d", s.Chains, maxChains)
+	}
+	if s.Iterations > 0 && s.Iterations > math.MaxInt/max(s.Thin, 1) {
+		return bad("Iterations × Thin = %d × %d overflows", s.Iterations, s.Thin)
+	}
+	if n := cmp.Or(s.Chains, 4); s.Iterations > 0 {
+		draws := float64(s.Iterations) * float64(n)
+		if need := draws * float64(2*params) * 8; need > 4<<30 {
+			return bad("Iterations = %d would keep %.3g draws (%.1f GB) in memory; the limit is 4 GB: lower Iterations or raise Thin", s.Iterations, draws, need/(1<<30))
+		}
+	}
+	if s.Checkpoint != "" {
+		if err := checkWritable(s.Checkpoint); err != nil {
+			return err
+		}
+	}
+	if s.NoiseProbes > maxNoiseProbes {
+		return bad("NoiseProbes = %d exceeds %d (each probe costs four gradients; the default 96 measures the noise to about 15%%)", s.NoiseProbes, maxNoiseProbes)
+	}
+	return nil
+}
