@@ -283,9 +283,10 @@
 // drawfile.go and trace.go (recorders), checkpoint.go and ckfile.go
 // (checkpoints), warmstart.go, status.go and errors.go.
 //
-// Fit, in the order it runs: settings.go (FitSettings), flags.go (its
-// command-line flags), fit.go (Fit, the settings' defaults and
-// validation, the set-up and the warm-up), prepare.go (the
+// Fit, in the order it runs: settings.go (FitSettings and the check of
+// its values), flags.go (its command-line flags), fit.go (Fit, the
+// data's check, the settings' defaults, the set-up and the warm-up),
+// prepare.go (the
 // preparation: mode, anchor, Jacobian, subsets), newton.go (Newton and
 // Levenberg–Marquardt steps to the mode), tiling.go (tiled full-data
 // scores), grid.go (the choice of filter and the widening of grids),
