@@ -306,6 +306,6 @@
 //
 // Shared definitions: streams.go (every random stream and what it
 // drives), thresholds.go (R-hat 1.01 and ESS 400), linalg.go (small
-// matrix helpers), mixture.go with internal/tmix (the Student-t mixtures
-// and weighted-sample helpers).
+// matrix functions), mixture.go with internal/tmix (the Student-t mixtures
+// and weighted-sample functions).
 package sgmcmc

@@ -6,7 +6,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
-// The Student-t mixtures and weighted-sample helpers live in package
+// The Student-t mixtures and weighted-sample functions live in package
 // internal/tmix. tailcheck.go still calls them by the names below.
 
 // tMixture is a tmix.Mixture under its former method names.

@@ -1,7 +1,7 @@
 // Package tmix holds the mixtures of multivariate Student-t
 // distributions (ν = 5) that Fit's importance sampling, independence
 // proposals, surrogate and spread check draw from and weigh with, and
-// the weighted-sample helpers they share (normalised weights, weighted
+// the weighted-sample functions they share (normalised weights, weighted
 // moments, Cholesky factors). It imports nothing of sgmcmc.
 package tmix
 
