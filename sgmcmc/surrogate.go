@@ -337,15 +337,11 @@ func fitSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *surB
 	return s, nil
 }
 
-// fitPart fits one term of the surrogate (on base, or in u when base is
-// nil) and returns it with y = log π − log q at its design's points, its
-// capped leave-one-out predictions of the term there, and the points'
-// normalised weights.
-func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *surBase) (s *Surrogate, y, pred, omega []float64, err error) {
-	if len(xs) == 0 {
-		return nil, nil, nil, nil, errors.New("no points")
-	}
-	p := len(xs[0])
+// surSelect returns the indices of the points a surrogate in p
+// dimensions is fitted to: finite log posterior lps and log weight lw
+// (not +∞), the log posterior within surCut(p) of the largest, evenly
+// thinned to surMaxPoints.
+func surSelect(lps, lw []float64, p int) []int {
 	top := math.Inf(-1)
 	for _, v := range lps {
 		if !math.IsInf(v, 0) && !math.IsNaN(v) {
@@ -365,6 +361,19 @@ func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *surBase) 
 		}
 		sel = th
 	}
+	return sel
+}
+
+// fitPart fits one term of the surrogate (on base, or in u when base is
+// nil) and returns it with y = log π − log q at its design's points, its
+// capped leave-one-out predictions of the term there, and the points'
+// normalised weights.
+func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *surBase) (s *Surrogate, y, pred, omega []float64, err error) {
+	if len(xs) == 0 {
+		return nil, nil, nil, nil, errors.New("no points")
+	}
+	p := len(xs[0])
+	sel := surSelect(lps, lw, p)
 	k := surMonomials(p)
 	n := len(sel)
 	if n < 4*k {
