@@ -112,6 +112,21 @@ func (pr Preparation) NoiseRatio() []float64 {
 	return r
 }
 
+// Method names the transitions the chains ran: "preconditioned SGLD", or
+// for full-data chains "Metropolis–Hastings (…)" with the proposals they
+// used: surrogate transitions and random-walk steps, or Langevin and
+// independence proposals.
+func (p *Posterior) Method() string {
+	pr := &p.Preparation
+	switch {
+	case pr.Gradient != FullGradient:
+		return "preconditioned SGLD"
+	case pr.Surrogate != nil:
+		return "Metropolis–Hastings (surrogate transitions and random-walk steps)"
+	}
+	return "Metropolis–Hastings (Langevin and independence proposals)"
+}
+
 // WriteDiagnostics writes what follows the summary table (WriteText) in a
 // report of the fit: the KSD (when computed), the step size, the
 // autocorrelation time and the iterations, the gradient noise ratio, the

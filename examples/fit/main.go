@@ -569,10 +569,7 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 }
 
 func writeText(w io.Writer, c *config, data ssm.Dataset, post *sgmcmc.Posterior) error {
-	method := "preconditioned SGLD"
-	if post.Preparation.Gradient == sgmcmc.FullGradient {
-		method = "Metropolis–Hastings (Langevin and independence proposals)"
-	}
+	method := post.Method()
 	series := ""
 	if c.model == "msv" {
 		series = fmt.Sprintf(", D = %d series: %s", len(c.series), strings.Join(c.series, ", "))
