@@ -1,7 +1,24 @@
-// Package sgmcmc implements stochastic gradient Markov chain Monte Carlo
-// samplers and the machinery to run them: step-size schedules, parallel chains,
-// wall-clock budgets, recorders, progress printing and crash-safe
-// checkpoint/resume.
+// Package sgmcmc fits the parameters of state space models: Fit takes a
+// model (package models, or your own ssm.Model) and its data and returns
+// the Posterior, with diagnostics and warnings; the Posterior then gives
+// latent states, forecasts and held-out scores.
+//
+//	post, err := sgmcmc.Fit(ctx, models.SVM{}, ssm.Dataset{Sequences: []ssm.Sequence{y}}, sgmcmc.FitSettings{Seed: 1})
+//	post.WriteText(os.Stdout)       // mean, sd, quantiles, bulk and tail ESS, R-hat, MCSE per parameter
+//	fmt.Println(post.Warnings)      // everything worth a look; empty when the chains are fine
+//	st, err := post.States(ctx, sgmcmc.StateSettings{})      // smoothed states x_t
+//	fc, err := post.Forecast(ctx, 5, sgmcmc.StateSettings{}) // 5 steps ahead
+//
+// Every zero field of FitSettings has a working default; the ones users
+// change most are Chains, MaxTime (a time budget, which warns when it
+// stops the run), Seed (the same seed gives the same draws on any
+// machine), Checkpoint (resume after an interrupt) and Progress (where
+// progress lines go).
+//
+// Below Fit are the samplers it runs, usable on their own: stochastic
+// gradient Markov chain Monte Carlo methods and the machinery to run them:
+// step-size schedules, parallel chains, wall-clock budgets, recorders,
+// progress printing and crash-safe checkpoint/resume.
 //
 // The samplers (Run, the Methods, Precond, the schedules, the recorders
 // and checkpoints) consume a small Estimator interface (a possibly noisy
