@@ -111,8 +111,12 @@ func (f *fit) adapt(ctx context.Context) error {
 		recs := []Recorder{trace}
 		if f.s.Progress != nil {
 			names := f.model.ParamNames()
-			recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names,
-				Transform: func(dst, u []float64) { f.model.Constrain(dst, u) }})
+			pt := &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names,
+				Transform: func(dst, u []float64) { f.model.Constrain(dst, u) }}
+			if !f.s.Verbose {
+				pt.Label = fmt.Sprintf("adapting the sampler (window %d of %d)", win+1, adaptWindows)
+			}
+			recs = append(recs, pt)
 		}
 		f.log("adaptation window %d: %d chains × %d iterations, step %.3g", win+1, chains, n, h)
 		var setupErr error

@@ -181,16 +181,55 @@ func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) 
 		var err error
 		f.dataWarn, err = c.CheckData(data)
 		for _, w := range f.dataWarn {
-			f.log("warning: %s", w)
+			f.say("warning: %s", w)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	f.say("preparing: finding the posterior mode and measuring the gradient noise")
 	if err := f.prepare(ctx); err != nil {
 		return nil, err
 	}
-	return f.sample(ctx, start)
+	f.say("prepared in %.1f s; sampling by %s", f.prep.Seconds, f.pathWords())
+	post, err := f.sample(ctx, start)
+	if err == nil {
+		f.say("%s", post.doneWords())
+	}
+	return post, err
+}
+
+// say writes a plain progress line to Progress unless Verbose, whose
+// technical log (log) says more.
+func (f *fit) say(format string, a ...any) {
+	if f.s.Progress != nil && !f.s.Verbose {
+		fmt.Fprintf(f.s.Progress, "fit: "+format+"\n", a...)
+	}
+}
+
+// pathWords names the sampling path in plain words.
+func (f *fit) pathWords() string {
+	if f.prep.Gradient == FullGradient {
+		return "Metropolis–Hastings chains on the full-data posterior"
+	}
+	return fmt.Sprintf("Langevin dynamics (SGLD) on %v subsequence gradients", f.prep.Gradient)
+}
+
+// doneWords is the plain last progress line: the time and the
+// diagnostics' worst values.
+func (p *Posterior) doneWords() string {
+	rhat, ess := 0.0, math.Inf(1)
+	for _, r := range p.Summary() {
+		rhat, ess = math.Max(rhat, r.Rhat), math.Min(ess, math.Min(r.BulkESS, r.TailESS))
+	}
+	w := "no warnings"
+	switch n := len(p.Warnings); {
+	case n == 1:
+		w = "1 warning"
+	case n > 1:
+		w = fmt.Sprintf("%d warnings", n)
+	}
+	return fmt.Sprintf("done in %.1f s: R-hat ≤ %.3f, ESS ≥ %.0f, %s", p.Total.Seconds(), rhat, ess, w)
 }
 
 // checkData returns an error for a nil model, data that do not match its
@@ -294,7 +333,7 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 			Exact:        s.Exact,
 		}}
 	f.log = func(format string, a ...any) {
-		if s.Progress != nil {
+		if s.Progress != nil && s.Verbose {
 			fmt.Fprintf(s.Progress, "fit: "+format+"\n", a...)
 		}
 	}

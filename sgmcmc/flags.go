@@ -20,9 +20,9 @@ import (
 // The flags are -S, -B, -N, -Ncv (CVParticles), -filter auto|grid|particles,
 // -gradient auto|cv|plain|full, -step (StepSize), -warmup, -adapt (AdaptWindow),
 // -iters (Iterations), -time (MaxTime), -thin, -chains, -seed, -ksd
-// (KSDDraws, where 0 skips the KSD) and -q, which sets Progress to nil. A
-// value means what the field's documentation says (0 is Fit's default);
-// Fit checks the values, as it does for every FitSettings. The fields a
+// (KSDDraws, where 0 skips the KSD), -q, which sets Progress to nil, and
+// -v (Verbose). A value means what the field's documentation says (0 is
+// Fit's default); Fit checks the values, as it does for every FitSettings. The fields a
 // command derives from its own flags (Proposal, Exact, Init, Checkpoint,
 // Recorder, Workers, AnchorParticles, ...) have no flag here.
 func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
@@ -47,6 +47,7 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	}
 	fs.Var(ksdFlag{&s.KSDDraws}, "ksd", ksd)
 	fs.Var(&quietFlag{p: &s.Progress, w: s.Progress}, "q", "no progress lines")
+	fs.BoolVar(&s.Verbose, "v", s.Verbose, "the technical log on stderr (the measurements of every phase, per-chain progress) instead of plain progress lines")
 }
 
 // Set sets f from its String form (auto, grid or particles): with String,

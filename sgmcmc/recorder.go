@@ -180,6 +180,9 @@ type Printer struct {
 	Names []string
 	// Transform maps u to natural parameters, dst first; nil prints u.
 	Transform func(dst, u []float64)
+	// Label, when set, makes the lines plain: "fit: Label: 45% · ETA 6s",
+	// without parameters, and no summary lines at the end.
+	Label string
 
 	info  Info
 	start time.Time
@@ -241,6 +244,9 @@ func (p *Printer) Record(d *Draw) error {
 		}
 	}
 	rate := float64(done) / now.Sub(p.start).Seconds()
+	if p.Label != "" {
+		return p.plain(done, left, rate, d)
+	}
 	p.line = fmt.Appendf(p.line[:0], "sgmcmc: chain %d iter %d", d.Chain, d.Iter)
 	if p.info.Iterations > 0 {
 		p.line = fmt.Appendf(p.line, "/%d", p.info.Iterations)
@@ -277,9 +283,28 @@ func (p *Printer) Record(d *Draw) error {
 	return err
 }
 
-// Done prints one summary line per chain.
+// plain writes a plain progress line: the share of the iterations done
+// and the time left.
+func (p *Printer) plain(done, left int, rate float64, d *Draw) error {
+	p.line = fmt.Appendf(p.line[:0], "fit: %s", p.Label)
+	if done+left > 0 && p.info.Iterations > 0 {
+		p.line = fmt.Appendf(p.line, ": %.0f%%", 100*float64(done)/float64(done+left))
+		if rate > 0 {
+			eta := time.Duration(float64(left) / rate * float64(time.Second))
+			if p.info.Runtime > 0 {
+				eta = min(eta, max(p.info.Runtime-d.Elapsed, 0))
+			}
+			p.line = fmt.Appendf(p.line, " · ETA %v", eta.Round(time.Second))
+		}
+	}
+	p.line = append(p.line, '\n')
+	_, err := p.W.Write(p.line)
+	return err
+}
+
+// Done prints one summary line per chain (none with a Label).
 func (p *Printer) Done(r *Result) error {
-	if p.W == nil {
+	if p.W == nil || p.Label != "" {
 		return nil
 	}
 	var b strings.Builder

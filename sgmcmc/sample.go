@@ -187,7 +187,11 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 		recs = append(recs, f.s.Recorder)
 	}
 	if f.s.Progress != nil {
-		recs = append(recs, &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: s.natural})
+		pr := &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: s.natural}
+		if !f.s.Verbose {
+			pr.Label = fmt.Sprintf("sampling %d chains × %d iterations", f.s.Chains, s.iters)
+		}
+		recs = append(recs, pr)
 	}
 	if pr.Gradient == FullGradient {
 		if pr.Surrogate != nil {

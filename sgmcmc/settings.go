@@ -236,8 +236,15 @@ type FitSettings struct {
 	// (Draw.Discarded marks the iterations that are not kept draws), e.g.
 	// a CSVRecorder, which writes the kept ones.
 	Recorder Recorder
-	// Progress receives progress lines (nil: silent).
+	// Progress receives progress lines (nil: silent): in plain words, what
+	// the fit is doing, the sampling's share done and its ETA, and the
+	// result.
 	Progress io.Writer
+	// Verbose sends the technical log to Progress instead: every phase's
+	// measurements (gradient noise, importance-sampling rounds, the plan,
+	// each segment's ESS and R-hat) and per-chain progress with the
+	// current parameters.
+	Verbose bool
 
 	// KSDDraws is the number of kept draws (evenly thinned) at which the
 	// kernel Stein discrepancy is computed from full-data scores: one exact
