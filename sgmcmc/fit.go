@@ -46,6 +46,7 @@ type fit struct {
 	scale      float64                      // nonzero in a subset's fit: its scores are scaled by it
 	warm       []float64                    // the warm-up's end
 	log        func(format string, a ...any)
+	prepWall   time.Duration // wall time before the sampling (MaxTime counts it)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
@@ -140,7 +141,10 @@ type ProposalComponent struct {
 }
 
 // Fit samples the posterior of model given data: one call from a model and
-// its data to a summarised posterior.
+// its data to a summarised posterior. Every zero field of s has a working
+// default; the ones users change most are Chains, MaxTime (a budget for
+// the whole fit), Seed, Checkpoint (resume after an interrupt) and
+// Progress (plain progress lines; Verbose for the technical log).
 //
 // It runs, in order:
 //
@@ -181,7 +185,9 @@ func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) 
 		var err error
 		f.dataWarn, err = c.CheckData(data)
 		for _, w := range f.dataWarn {
-			f.say("warning: %s", w)
+			if s.Progress != nil { // plain or verbose: a data warning is worth reading first
+				fmt.Fprintf(s.Progress, "fit: warning: %s\n", w)
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -37,7 +37,7 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.AdaptWindow, "adapt", s.AdaptWindow, "iterations of each of the 3 metric-adaptation windows of SGLD (0: 10 autocorrelation times, 300 to 3000); full-data chains are prepared by importance sampling instead, unless it fails")
 	fs.IntVar(&s.Iterations, "iters", s.Iterations, fmt.Sprintf("sampling iterations per chain after the adaptation, in one segment (0: planned for %d effective draws from the measured autocorrelation, at least %d for SGLD and %d for full-data chains, and extended while the ESS or R-hat falls short)", minESS, sgldMinIters, fullMinIters))
 	fs.IntVar(&s.PrepObs, "prepobs", s.PrepObs, "observations the preparation (Newton, anchor, Jacobian) reads at most, on long data (0: all; fewer skips every full-data pass but the anchor's sampling error shifts the mean by about sqrt(T/prepobs - 1) posterior sds, which the fit reports)")
-	fs.DurationVar(&s.MaxTime, "time", s.MaxTime, "wall-time budget of the sampling, all chains and extensions together (e.g. 60s; 0: none); a run that reaches it stops with a warning, one that does not is the run without it")
+	fs.DurationVar(&s.MaxTime, "time", s.MaxTime, "wall-time budget of the whole fit, preparation and sampling (e.g. 60s; 0: none); a run that reaches it while sampling stops with a warning, one whose preparation spends it stops with an error (its preparation saved with a checkpoint), one that does not is the run without it")
 	fs.IntVar(&s.Thin, "thin", s.Thin, "keep every thin-th draw (0: 1)")
 	fs.IntVar(&s.Chains, "chains", s.Chains, "number of chains (0: 4)")
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "random seed")

@@ -75,6 +75,15 @@ type sampling struct {
 // chains (4 chains on 2 workers: two waves of half of it), so a fit
 // that does not reach it runs as it would without one.
 func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
+	f.prepWall = time.Since(start) // MaxTime counts the preparation too
+	if f.s.MaxTime > 0 && f.prepWall >= f.s.MaxTime {
+		saved := ""
+		if f.s.Checkpoint != "" {
+			saved = fmt.Sprintf("; the preparation is saved in %s.prep and the same call resumes from it", f.s.Checkpoint)
+		}
+		return nil, fmt.Errorf("sgmcmc: the time budget (MaxTime %v) was spent by the preparation (%v), before any draw%s",
+			f.s.MaxTime, f.prepWall.Round(time.Millisecond), saved)
+	}
 	if err := f.ensureAdapted(ctx); err != nil {
 		return nil, err
 	}
@@ -207,7 +216,7 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 	}
 	st := Settings{
 		Iterations:  s.iters,
-		Runtime:     f.chainBudget(post.Sampling),
+		Runtime:     f.chainBudget(f.prepWall + post.Sampling),
 		Thin:        f.s.Thin,
 		Schedule:    Constant(s.h),
 		Chains:      f.s.Chains,
@@ -415,7 +424,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %s iterations per chain: the summary uses the %d draws kept so far", post.iterationRange(), post.Draws()))
 	case f.budgetSpent(s.res, post):
-		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v of sampling) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), s.done))
+		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v for the whole fit) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), s.done))
 	case runErr != nil && s.stopped == 0:
 		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
@@ -497,7 +506,7 @@ func (f *fit) chainBudget(used time.Duration) time.Duration {
 // budgetSpent reports whether the time budget stopped the sampling: a
 // segment's chains ran out of their share, or no time is left.
 func (f *fit) budgetSpent(res *Result, post *Posterior) bool {
-	return res.Status == RuntimeLimit || f.chainBudget(post.Sampling) < 0
+	return res.Status == RuntimeLimit || f.chainBudget(f.prepWall+post.Sampling) < 0
 }
 
 // segmented passes a user's recorder the draws of every sampling segment

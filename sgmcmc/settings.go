@@ -197,12 +197,15 @@ type FitSettings struct {
 	// sampling instead (Posterior.BurnIn then counts its log posteriors
 	// per chain) and use the windows only when that fails.
 	AdaptWindow int
-	// MaxTime, when positive, bounds the wall time of the sampling: all
-	// chains and extensions together (each chain of a segment gets what
-	// is left over the waves in which Workers run the Chains). A fit that
-	// reaches it stops with a warning; one that does not runs as it would
-	// without it. A fit that reaches it depends on timing: its draws
-	// differ between runs with the same Seed.
+	// MaxTime, when positive, bounds the wall time of the whole fit: the
+	// preparation, then all chains and extensions together (each chain of
+	// a segment gets what is left over the waves in which Workers run the
+	// Chains). A fit whose preparation alone spends it stops with an error
+	// before any draw (with Checkpoint the preparation is saved first, and
+	// the same call resumes from it); one that reaches it while sampling
+	// stops with a warning; one that does not runs as it would without it.
+	// A fit that reaches it depends on timing: its draws differ between
+	// runs with the same Seed. It is the only setting that reads the clock.
 	MaxTime time.Duration
 	// Thin keeps every Thin-th draw (0: 1).
 	Thin int
@@ -210,10 +213,9 @@ type FitSettings struct {
 	// goroutines used (0: GOMAXPROCS).
 	Chains, Workers int
 	// Seed seeds every random number of the fit: the same Seed, data and
-	// settings give the same draws, except where the clock decides (a
-	// MaxTime that is reached; extensions past the planned sampling
-	// segments, which continue only while the sampling so far took less
-	// than a minute).
+	// settings give the same draws on any machine, idle or busy, whatever
+	// GOMAXPROCS or Workers is, unless a MaxTime is reached (the plan
+	// counts work, never seconds).
 	Seed uint64
 	// Init, when non-nil, is the starting point in natural parameters
 	// (Model.Constrain's output); otherwise the model's ssm.Starter, or

@@ -668,7 +668,7 @@ func TestScaleFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	err = run(context.Background(), []string{"-data", path, "-out", t.TempDir()}, &stdout, &stderr)
+	err = run(context.Background(), []string{"-data", path, "-out", t.TempDir(), "-v"}, &stdout, &stderr)
 	if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "examples/fit -scale 100") {
 		t.Errorf("fractions: error %v, want ssm.ErrData naming -scale 100", err)
 	}
