@@ -323,6 +323,6 @@
 //
 // Shared definitions: streams.go (every random stream and what it
 // drives), thresholds.go (R-hat 1.01 and ESS 400), linalg.go (small
-// matrix functions), mixture.go with internal/tmix (the Student-t mixtures
+// matrix functions), internal/tmix (the Student-t mixtures
 // and weighted-sample functions).
 package sgmcmc

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // The spread check. Independence-type and surrogate transitions reach a
@@ -17,7 +18,7 @@ import (
 // bulk ESS ≥ 687). spreadCheck compares the chains' sd of each parameter
 // (in u) with a self-normalised importance-sampling estimate from a
 // proposal that is deliberately wider than the chains: an equal mixture
-// of multivariate t's with ν = malaNu at the chains' mean, one with their
+// of multivariate t's with ν = tmix.Nu at the chains' mean, one with their
 // covariance and one spreadWiden times as wide, whose tails cover what
 // the chains missed while the first keeps the weights' ESS high. Only a
 // spread that is short is reported: short spreads are what these kernels
@@ -89,8 +90,8 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 	if len(all) < 2*p+2 {
 		return nil, fmt.Errorf("%d draws are too few", len(all))
 	}
-	mean, cov, _ := weightedMoments(all, make([]float64, len(all))) // equal weights
-	l, err := choleskyOf(cov, p)
+	mean, cov, _ := tmix.WeightedMoments(all, make([]float64, len(all))) // equal weights
+	l, err := tmix.Cholesky(cov, p)
 	if err != nil {
 		return nil, fmt.Errorf("the chains' covariance: %w", err)
 	}
@@ -98,13 +99,13 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 	for i, v := range l {
 		wide[i] = spreadWiden * v
 	}
-	q := newTMixture([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
+	q := tmix.New([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
 	rng := rand.New(rand.NewPCG(f.s.Seed^0x2545F4914F6CDD1D, stream))
 	xs := make([][]float64, n)
 	s := make([]float64, p)
 	for i := range xs {
 		xs[i] = make([]float64, p)
-		q.draw(xs[i], s, rng)
+		q.Draw(xs[i], s, rng)
 	}
 	edge := f.isEdge // the check's own wide proposals are not the chains' (gridEdgeWarning)
 	lps, err := f.logPosteriors(ctx, xs, stream)
@@ -114,13 +115,13 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 	}
 	lw := make([]float64, n)
 	for i, x := range xs {
-		lw[i] = lps[i] - q.logDensity(x, s)
+		lw[i] = lps[i] - q.LogDensity(x, s)
 	}
-	wn := normalized(lw)
+	wn := tmix.Normalized(lw)
 	if wn == nil {
 		return nil, fmt.Errorf("no finite log posterior among %d points", n)
 	}
-	isMean, isCov, ess := weightedMoments(xs, lw)
+	isMean, isCov, ess := tmix.WeightedMoments(xs, lw)
 	r := &spreadResult{ratio: make([]float64, p), se: make([]float64, p), ess: ess, draws: n}
 	for j := range p {
 		vIS := isCov[j*p+j]
@@ -215,7 +216,7 @@ func batchRel(xs [][]float64, lw []float64, j int) float64 {
 	}
 	vs := make([]float64, 0, spreadBatches)
 	for b := range spreadBatches {
-		w := normalized(lw[b*n : (b+1)*n])
+		w := tmix.Normalized(lw[b*n : (b+1)*n])
 		if w == nil {
 			return math.Inf(1)
 		}
