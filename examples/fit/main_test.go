@@ -60,19 +60,21 @@ type outputJSON struct {
 	Warnings []string        `json:"warnings"`
 	// Discretisation is the correction towards a finer scorer (GARCH).
 	Discretisation *struct {
-		Mode       []float64 `json:"mode"`
-		Chol       []float64 `json:"chol"`
-		Tilt       []float64 `json:"tilt"`
-		Curve      []float64 `json:"curve"`
-		Cross      []float64 `json:"cross"`
-		Cubic      []float64 `json:"cubic"`
-		TargetChol []float64 `json:"target_chol"`
-		Level      int       `json:"level"`
-		Shift      []float64 `json:"shift"`
-		Coarse     bool      `json:"coarse"`
-		Residual   []float64 `json:"residual"`
-		ResidualSE []float64 `json:"residual_se"`
-		Draws      int       `json:"draws"`
+		Mode         []float64 `json:"mode"`
+		Chol         []float64 `json:"chol"`
+		Tilt         []float64 `json:"tilt"`
+		Curve        []float64 `json:"curve"`
+		Cross        []float64 `json:"cross"`
+		Cubic        []float64 `json:"cubic"`
+		TargetChol   []float64 `json:"target_chol"`
+		Level        int       `json:"level"`
+		Shift        []float64 `json:"shift"`
+		Coarse       bool      `json:"coarse"`
+		Residual     []float64 `json:"residual"`
+		ResidualSE   []float64 `json:"residual_se"`
+		ResidualSD   []float64 `json:"residual_sd"`
+		ResidualSDSE []float64 `json:"residual_sd_se"`
+		Draws        int       `json:"draws"`
 	} `json:"discretisation"`
 }
 
@@ -1080,10 +1082,11 @@ func TestInterrupts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("subprocess test")
 	}
-	lg := "-model lgssm -filter grid -data " + filepath.Join("..", "..", "testdata", "lgssm_sim.csv") + " -chains 2 -ksd 0"
+	// -v: the technical log names the phases the test waits for.
+	lg := "-v -model lgssm -filter grid -data " + filepath.Join("..", "..", "testdata", "lgssm_sim.csv") + " -chains 2 -ksd 0"
 
 	// SIGINT during the warm-up of the DAX fit.
-	cmd, await, wait := startCommand(t, "-data "+daxPath+" -out "+t.TempDir())
+	cmd, await, wait := startCommand(t, "-v -data "+daxPath+" -out "+t.TempDir())
 	await("warm-up")
 	t0 := time.Now()
 	cmd.Process.Signal(os.Interrupt)
