@@ -122,3 +122,31 @@ func TestResidualCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestStayCheckLastSegment: the stay check reads every segment, the one
+// that ends the sampling too (a fixed Iterations here; a cap, a budget or
+// a checkpoint alike). A full-data chain standing 40 of 300 iterations at
+// one point marks the sampling stuck, so that collect warns; the same
+// segment without the stay does not.
+func TestStayCheckLastSegment(t *testing.T) {
+	for _, stay := range []int{40, 1} {
+		f := &fit{s: FitSettings{Chains: 2, Iterations: 300}, dim: 1, prep: Preparation{Gradient: FullGradient}}
+		tr := &Trace{Chains: make([]TraceChain, 2)}
+		for c := range tr.Chains {
+			for i := range 300 {
+				v := float64(i)
+				if c == 1 && i >= 100 && i < 100+stay {
+					v = 100 // chain 1 stands still
+				}
+				tr.Chains[c].U = append(tr.Chains[c].U, v)
+			}
+		}
+		s := &sampling{iters: 300, lastSeg: 2}
+		if !f.checkSegment(s, 0, tr) {
+			t.Fatal("a fixed Iterations must end the sampling after one segment")
+		}
+		if s.stuck != (stay == 40) || s.stay != stay || s.stayChain != 1 && stay == 40 {
+			t.Errorf("stay %d in the last segment: stuck %v, longest stay %d in chain %d", stay, s.stuck, s.stay, s.stayChain)
+		}
+	}
+}

@@ -449,8 +449,7 @@ func (f *fit) useIS(res *isResult) {
 		pr.StepSize = isLangevinStep
 	}
 	// q's holding time, also with a surrogate: its own is measured on the
-	// points it was fitted to, and a checkpointed fit's one segment is
-	// planned from it (planned from the surrogate's, the LGSSM's fell
+	// points it was fitted to, and the first segment is planned from it (planned from the surrogate's, the LGSSM's fell
 	// short of TargetESS in tail ESS).
 	pr.IAT = independenceIAT(res.hold, pr.Independence)
 	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))

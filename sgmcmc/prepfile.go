@@ -19,7 +19,9 @@ func (f *fit) savePreparation() error {
 		Fingerprint string
 		Prep        Preparation
 		Surrogate   *Surrogate `json:",omitempty"`
-	}{f.fingerprint(), f.prep, f.prep.Surrogate})
+		Pilot       *ckPilot   `json:",omitempty"`
+		IS          *ckIS      `json:",omitempty"`
+	}{f.fingerprint(), f.prep, f.prep.Surrogate, f.pilot, f.ckIS()})
 	if err != nil {
 		return err
 	}
@@ -43,6 +45,8 @@ func (f *fit) loadPreparation() (bool, error) {
 		Fingerprint string
 		Prep        Preparation
 		Surrogate   *Surrogate
+		Pilot       *ckPilot
+		IS          *ckIS
 	}
 	body, why := unseal(b)
 	if why != "" {
@@ -64,6 +68,18 @@ func (f *fit) loadPreparation() (bool, error) {
 	}
 	f.prep = saved.Prep
 	f.prep.Surrogate = saved.Surrogate
+	f.pilot = saved.Pilot
+	if is := saved.IS; is != nil {
+		if len(is.LPs) != len(is.Xs) || len(is.LW) != len(is.Xs) {
+			return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, "its importance-sampling points have the wrong dimensions")
+		}
+		for _, x := range is.Xs {
+			if len(x) != p {
+				return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, "its importance-sampling points have the wrong dimensions")
+			}
+		}
+		f.isPts.xs, f.isPts.lps, f.isPts.lw = is.Xs, is.LPs, is.LW
+	}
 	if dc := f.prep.Discretisation; dc != nil && dc.Coarse {
 		coarse := f.model
 		for range max(1, dc.Level) {

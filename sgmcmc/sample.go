@@ -58,6 +58,7 @@ type sampling struct {
 	spread    *spreadResult // the spread check's outcome (tailcheck.go)
 	spreadAt  int           // and the iterations per chain it saw
 	done      int           // iterations per chain so far
+	ckSeg     int           // the segment a checkpoint covers (1 after a pilot: pilot.go)
 }
 
 // sample adapts the metric, runs the chains and builds the posterior.
@@ -68,8 +69,9 @@ type sampling struct {
 // FullGradient's short first segment, and one more for each extension
 // cut to extendMax times the draws so far), and more while the
 // sampling so far took less than cheapSampling (up to maxSegments in
-// all), continuing every chain where it stopped. A fixed Iterations or
-// a checkpoint make it one segment. A time budget (MaxTime) bounds the
+// all), continuing every chain where it stopped. A fixed Iterations
+// makes it one segment, a checkpoint one after the full-data chains'
+// pilot (pilot.go). A time budget (MaxTime) bounds the
 // wall time of all segments together: each chain of a segment gets
 // the budget left over the waves in which Run's workers take the
 // chains (4 chains on 2 workers: two waves of half of it), so a fit
@@ -88,17 +90,20 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		return nil, err
 	}
 	s := f.planSampling()
-	for seg := 0; ; seg++ {
+	ended := false
+	if f.pilotFirst(s) {
+		s.ckSeg = 1
+		var err error
+		if ended, err = f.runPilot(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	for seg := s.ckSeg; !ended; seg++ {
 		trace, err := f.runSegment(ctx, s, seg)
 		if err != nil {
 			return nil, err
 		}
-		if f.checkSegment(s, seg, trace) {
-			break
-		}
-		if f.extend(ctx, s, seg, trace) {
-			break
-		}
+		ended = f.checkSegment(s, seg, trace) || f.extend(ctx, s, seg, trace)
 	}
 	if err := f.collect(ctx, s); err != nil {
 		return nil, err
@@ -151,10 +156,11 @@ func (f *fit) planSampling() *sampling {
 		}
 		s.iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		s.iters = min(s.iters, 50000)
-		if pr.Gradient == FullGradient && pr.Proposal != nil && f.s.Checkpoint == "" {
+		if pr.Gradient == FullGradient && pr.Proposal != nil {
 			// A short first segment: the proposal is refitted to its
 			// draws (refitProposal) before the rest, which may take one
-			// more extension. (A checkpoint makes one segment: no refit.)
+			// more extension. (With a checkpoint the rest is one
+			// segment: pilot.go.)
 			s.iters = min(s.iters, isPilot)
 			s.lastSeg = 3
 		}
@@ -162,7 +168,7 @@ func (f *fit) planSampling() *sampling {
 	s.iters *= f.s.Thin
 	s.newEst, s.newMethod, s.acceptance, s.retarget = f.chainFactories(f.noiseW(), &s.setupErr)
 	s.logPost = make([][]float64, f.s.Chains)
-	if f.s.Recorder != nil && f.s.Checkpoint == "" {
+	if f.s.Recorder != nil {
 		s.user = &segmented{r: f.s.Recorder}
 	}
 	s.starts = pr.Starts
@@ -182,18 +188,14 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 	trace := &Trace{Transform: s.natural, NaturalDim: len(names)}
 	recs := []Recorder{trace}
 	var draws *drawFile
-	if f.s.Checkpoint != "" {
-		// One segment: its draws survive an interrupt (drawFile).
+	if f.s.Checkpoint != "" && seg == s.ckSeg {
+		// The checkpointed segment: its draws survive an interrupt
+		// (drawFile).
 		draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim, f.fingerprint())
 		recs[0] = draws
 	}
-	switch {
-	case s.user != nil:
+	if s.user != nil {
 		recs = append(recs, s.user)
-	case f.s.Recorder != nil:
-		// One segment with a checkpoint: the recorder itself, so that a
-		// Resumer (CSVRecorder) continues its file on resume.
-		recs = append(recs, f.s.Recorder)
 	}
 	if f.s.Progress != nil {
 		pr := &Printer{W: f.s.Progress, Interval: 2 * time.Second, Names: names, Transform: s.natural}
@@ -226,7 +228,7 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 		Recorder:    Multi(recs...),
 		RecordAll:   true,
 	}
-	if seg == 0 {
+	if seg == s.ckSeg {
 		st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
 		st.CheckpointEvery = f.checkpointEvery()
 	}
@@ -273,8 +275,8 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 // checkSegment runs the stay check on the segment just run (on every
 // segment, the last one included) and reports whether the sampling ends
 // here: the planned segments are done and the cap or the cheap budget
-// is reached, a chain failed, Iterations is fixed, a checkpoint makes
-// one segment, or the time budget is spent.
+// is reached, a chain failed, Iterations is fixed, the checkpointed
+// segment is done, or the time budget is spent.
 func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	segU := make([][]float64, len(trace.Chains))
 	for c, ch := range trace.Chains {
@@ -283,7 +285,7 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	s.stay, s.stayChain = longestStay(segU, f.dim)
 	s.stuck = f.prep.Gradient == FullGradient && s.stay >= max(stayLimit, int(stayFrac*float64(s.iters)))
 	return seg >= s.lastSeg && (seg+1 >= maxSegments || float64(s.done*f.s.Chains)*f.iterCost() >= cheapSampling) || s.runErr != nil || s.stopped > 0 ||
-		f.s.Iterations != 0 || f.s.Checkpoint != "" || f.budgetSpent(s.res, s.post)
+		f.s.Iterations != 0 || f.s.Checkpoint != "" && seg >= s.ckSeg || f.budgetSpent(s.res, s.post)
 }
 
 // extend measures the ESS and R-hat of the draws so far and either ends
@@ -319,6 +321,9 @@ func (f *fit) extend(ctx context.Context, s *sampling, seg int, trace *Trace) bo
 			f.log("chain %d stood %d iterations at one point: its proposals miss part of the posterior there", s.stayChain, s.stay)
 		}
 	}
+	if seg+1 == s.ckSeg && cheapMore == 0 {
+		cheapMore = f.cheapMore(s.done) // the checkpointed rest is the last segment
+	}
 	if pr.Gradient == FullGradient {
 		// The last segment's own ESS, when there were segments before
 		// it: how the chains mix now (see fullExtension).
@@ -338,7 +343,9 @@ func (f *fit) extend(ctx context.Context, s *sampling, seg int, trace *Trace) bo
 		more := float64(s.done) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		s.iters = min(50000, max(200, int(math.Ceil(more))))
 	}
-	s.iters, s.lastSeg = capExtension(s.iters, s.done, s.lastSeg)
+	if seg+1 != s.ckSeg { // the checkpointed rest after a pilot is one segment: uncapped
+		s.iters, s.lastSeg = capExtension(s.iters, s.done, s.lastSeg)
+	}
 	f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, s.iters)
 	return false
 }
@@ -534,6 +541,24 @@ func (s *segmented) Record(d *Draw) error {
 }
 
 func (s *segmented) Done(*Result) error { return nil }
+
+// Snapshot and Resume pass a checkpointed segment's calls on to the
+// user's recorder when it is a Resumer; Resume initialises one that is
+// not, as Multi does.
+func (s *segmented) Snapshot() ([]byte, error) {
+	if rs, ok := s.r.(Resumer); ok {
+		return rs.Snapshot()
+	}
+	return nil, nil
+}
+
+func (s *segmented) Resume(info Info, state []byte) error {
+	s.inited = true
+	if rs, ok := s.r.(Resumer); ok {
+		return rs.Resume(info, state)
+	}
+	return s.r.Init(info)
+}
 
 // segment is the draws (over all chains) and the smallest bulk or tail
 // ESS of the last sampling segment alone (kept 0: no earlier segment).
