@@ -66,6 +66,8 @@ type fit struct {
 	// fallback says why AutoFilter left the deterministic filter for
 	// particle filters (toParticles; Preparation.Fallback).
 	fallback string
+	// path is Preparation.Path.
+	path string
 }
 
 // Preparation is what Fit learns before sampling: the mode, the
@@ -110,6 +112,11 @@ type Preparation struct {
 	// because the grid filter does not apply (GARCH: its state row is not
 	// scalar; its exact scorer filters on nodes for σ²).
 	Exact bool
+	// Path is the filter the fit runs on and why: the grid filter for a
+	// scalar state, the model's exact scorer (ssm.ExactScorer), or
+	// particle filters, with the reason (a vector state without an exact
+	// scorer, FitSettings.Filter, or a failure of the others).
+	Path string
 	// Fallback, when not empty, says why AutoFilter left the grid filter
 	// or the model's exact scorer for particle filters (a warning of the
 	// Posterior: their bias can widen it).

@@ -21,10 +21,17 @@ func (f *fit) deterministic() bool { return f.gset.Exact || f.gset.Grid.Nodes > 
 // filter chosen by pf.GridFor at u (the warm-up's mode) when Filter
 // allows it and the model has one.
 func (f *fit) chooseFilter(u []float64) error {
-	if f.s.Exact || f.s.Filter == ParticleFilter {
+	_, exact := f.model.(ssm.ExactScorer)
+	switch {
+	case f.s.Exact:
+		f.path = "the model's exact scorer, as FitSettings.Exact asks"
+		return nil
+	case f.s.Filter == ParticleFilter:
+		f.path = fmt.Sprintf("particle filters with N = %d, as FitSettings.Filter asks", f.s.N)
 		return nil
 	}
-	if _, ok := f.model.(ssm.ExactScorer); ok && f.s.Filter == AutoFilter {
+	if exact && f.s.Filter == AutoFilter {
+		f.path = "the model's exact scorer (ssm.ExactScorer): exact filtering and smoothing, no particles"
 		// Exact (the LGSSM's Kalman filter) beats any grid: no
 		// discretisation, and the preparation's Newton steps run on the
 		// exact full-data log posterior (observedNewton).
@@ -38,8 +45,11 @@ func (f *fit) chooseFilter(u []float64) error {
 			return fmt.Errorf("sgmcmc: Filter: %w", err)
 		}
 		f.log("grid filter not used (%v): particle filters with N = %d", err, f.s.N)
+		why := strings.TrimPrefix(err.Error(), "pf: grid filter: ")
+		f.path = fmt.Sprintf("particle filters with N = %d: the grid filter does not apply (%s) and the model has no exact scorer (ssm.ExactScorer)", f.s.N, why)
 		return nil
 	}
+	f.path = "the grid filter (a scalar state): deterministic, so the control variate and full-data Metropolis–Hastings apply"
 	f.setGrid(g)
 	f.log("grid filter: %d nodes on [%.3g, %.3g], spacing %.3g", g.Nodes, g.Lo, g.Hi, g.Spacing())
 	return nil
@@ -140,6 +150,7 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	f.fallback = fmt.Sprintf("the %s failed during the %s (%s): particle filters with N = %d were used instead, whose bias can widen the posterior", what, stage, msg, f.s.N)
+	f.path = fmt.Sprintf("particle filters with N = %d: the %s failed during the %s", f.s.N, what, stage)
 	f.setGrid(pf.Grid{})
 	f.setExact(false)
 	f.prep.Jacobian = nil

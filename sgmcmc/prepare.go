@@ -190,7 +190,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		}
 	}
 	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, Jacobian: jac, S: f.gset.S, B: f.gset.B,
-		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback}
+		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback, Path: f.path}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 

@@ -49,6 +49,8 @@ func (s ParamSummary) JSON() ParamJSON {
 // encoding/json then writes these fields in place, in this order.
 type PosteriorReport struct {
 	Gradient   string      `json:"gradient"`    // the estimator the chains used
+	Method     string      `json:"method"`      // Posterior.Method: the chains' kernel
+	Filter     string      `json:"filter"`      // Preparation.Path: the filter and why
 	Params     []ParamJSON `json:"params"`      // Posterior.Summary
 	KSD        JSONFloat   `json:"ksd"`         // Posterior.KSD.KSD, null when not computed
 	Step       float64     `json:"step"`        // Preparation.StepSize (posterior scale)
@@ -73,7 +75,7 @@ type PosteriorReport struct {
 // a PosteriorReport.
 func (p *Posterior) Report() PosteriorReport {
 	r := PosteriorReport{
-		Gradient: p.Preparation.Gradient.String(), KSD: JSONFloat(math.NaN()),
+		Gradient: p.Preparation.Gradient.String(), Method: p.Method(), Filter: p.Preparation.Path, KSD: JSONFloat(math.NaN()),
 		Step: p.Preparation.StepSize, NoiseRatio: p.Preparation.NoiseRatio(),
 		Accept: p.Preparation.Accept, AcceptIndependent: p.Preparation.AcceptIndependent,
 		Iters: p.Iterations, AdaptIters: p.BurnIn, Seconds: p.Total.Seconds(),
@@ -134,6 +136,9 @@ func (p *Posterior) Method() string {
 func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	pr := p.Preparation
 	var b strings.Builder
+	if pr.Path != "" {
+		fmt.Fprintf(&b, "filter: %s\n", pr.Path)
+	}
 	if p.KSD != nil {
 		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores)\n", p.KSD.KSD, p.KSD.N)
 	}

@@ -42,7 +42,7 @@ func TestPosteriorReportJSON(t *testing.T) {
 	}
 	// Summary values in strconv's 'g' form, NaN and Inf as null, no
 	// warnings as [] (not null).
-	want := `{"gradient":"control-variate","params":[` +
+	want := `{"gradient":"control-variate","method":"preconditioned SGLD","filter":"","params":[` +
 		`{"name":"phi","mean":0.9424,"sd":0.0145,"q05":0.9174,"q50":0.9436,"q95":0.9642,"bulk_ess":857,"tail_ess":969,"rhat":1.002,"mcse":0.00049},` +
 		`{"name":"sigma","mean":1.234567e+06,"sd":null,"q05":0.1,"q50":0.2,"q95":0.3,"bulk_ess":null,"tail_ess":1,"rhat":1,"mcse":5e-07}],` +
 		`"ksd":6.25,"step":0.25,"noise_ratio":[0.25,0.002],"iters":200,"adapt_iters":150,"seconds":4,"chains":2,"kept":4,"warnings":[]}`
@@ -60,7 +60,7 @@ func TestPosteriorReportJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	if !strings.HasPrefix(s, `{"model":"svm","gradient":"control-variate","params":[{"name":"phi"`) ||
+	if !strings.HasPrefix(s, `{"model":"svm","gradient":"control-variate","method":"preconditioned SGLD","filter":"","params":[{"name":"phi"`) ||
 		!strings.Contains(s, `"ksd":null,"step":0.25`) || !strings.HasSuffix(s, `"warnings":["phi: R-hat 1.02 \u003e 1.01"],"extra":7}`) {
 		t.Errorf("embedded report: %s", s)
 	}

@@ -134,6 +134,16 @@ type FitSettings struct {
 	// no Monte Carlo error: on the DAX SVM the gradient noise λ_max(W) of
 	// the control variate falls from 60–180 (particles, N = 1000) to about
 	// 1, and a gradient costs a tenth as much. Exact takes precedence.
+	//
+	// AutoFilter chooses, in this order: the model's exact scorer (an
+	// ssm.ExactScorer, such as LGSSM, LGSSMd and GARCH); the grid filter
+	// (a scalar state); particle filters otherwise, which is every model
+	// with a vector state and no exact scorer (models.MSV, or LGSSMd with
+	// Filter ParticleFilter). On particles the fit is correct but slow:
+	// the gradient noise is 10²–10⁴ times the posterior's curvature, so
+	// SGLD's steps are small and a fit takes many minutes (docs/particles.md
+	// measures it). Posterior.Preparation.Path names the choice and why,
+	// and the report prints it.
 	Filter Filter
 	// Gradient selects the estimator (zero value AutoGradient).
 	Gradient Gradient

@@ -46,6 +46,8 @@ type outputJSON struct {
 	// Forecast is -forecast's member (decoded where a test asks for it).
 	Forecast json.RawMessage `json:"forecast"`
 	Gradient string          `json:"gradient"`
+	Method   string          `json:"method"`
+	Filter   string          `json:"filter"`
 	Params   []paramJSON     `json:"params"`
 	KSD      *float64        `json:"ksd"`
 	Step     float64         `json:"step"`
