@@ -263,10 +263,10 @@
 //     (a long curved ridge to small σ and large τ) met the ESS and R-hat
 //     targets after 5–10 s with sds 0.65–0.88 of the reference on half
 //     of eight seeds, and gives 0.91–1.05 on all eight with the rule.
-//     With a checkpoint the sampling after the full-data chains' pilot
-//     segment is one segment, checkpointed about every 20 s, and its kept
-//     draws are kept in Checkpoint+".draws" (the pilot's in
-//     Checkpoint+".prep"), so that a resumed fit summarises all of them.
+//     With a checkpoint the segments are the same (so are the draws):
+//     each is checkpointed about every 20 s, its kept draws are kept in
+//     Checkpoint+".draws" and, once it is done, with the preparation in
+//     Checkpoint+".prep", so that a resumed fit summarises all of them.
 //     A grid filter (chosen at the warm-up's end and the mode) that loses
 //     more than 10⁻⁴ of the filter mass at its edges at some u during the
 //     preparation (gradient.GridEdgeError) is widened to cover the grid

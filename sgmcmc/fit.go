@@ -26,8 +26,9 @@ type fit struct {
 	widened int
 	// resumed: the preparation was read from the checkpoint.
 	resumed bool
-	// pilot is the checkpointed fit's pilot segment, once done (pilot.go).
-	pilot *ckPilot
+	// ck is a checkpointed fit's sampling after its last segment done
+	// (segments.go).
+	ck *ckSampling
 	// dataWarn is what the model's ssm.DataChecker said of the data.
 	dataWarn []string
 	// newtonWarn says that the preparation's Newton steps did not

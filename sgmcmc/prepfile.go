@@ -18,10 +18,10 @@ func (f *fit) savePreparation() error {
 	b, err := json.Marshal(struct {
 		Fingerprint string
 		Prep        Preparation
-		Surrogate   *Surrogate `json:",omitempty"`
-		Pilot       *ckPilot   `json:",omitempty"`
-		IS          *ckIS      `json:",omitempty"`
-	}{f.fingerprint(), f.prep, f.prep.Surrogate, f.pilot, f.ckIS()})
+		Surrogate   *Surrogate  `json:",omitempty"`
+		Sampling    *ckSampling `json:",omitempty"`
+		IS          *ckIS       `json:",omitempty"`
+	}{f.fingerprint(), f.prep, f.prep.Surrogate, f.ck, f.ckIS()})
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (f *fit) loadPreparation() (bool, error) {
 		Fingerprint string
 		Prep        Preparation
 		Surrogate   *Surrogate
-		Pilot       *ckPilot
+		Sampling    *ckSampling
 		IS          *ckIS
 	}
 	body, why := unseal(b)
@@ -68,7 +68,7 @@ func (f *fit) loadPreparation() (bool, error) {
 	}
 	f.prep = saved.Prep
 	f.prep.Surrogate = saved.Surrogate
-	f.pilot = saved.Pilot
+	f.ck = saved.Sampling
 	if is := saved.IS; is != nil {
 		if len(is.LPs) != len(is.Xs) || len(is.LW) != len(is.Xs) {
 			return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, "its importance-sampling points have the wrong dimensions")

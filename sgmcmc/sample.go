@@ -58,7 +58,6 @@ type sampling struct {
 	spread    *spreadResult // the spread check's outcome (tailcheck.go)
 	spreadAt  int           // and the iterations per chain it saw
 	done      int           // iterations per chain so far
-	ckSeg     int           // the segment a checkpoint covers (1 after a pilot: pilot.go)
 }
 
 // sample adapts the metric, runs the chains and builds the posterior.
@@ -70,8 +69,10 @@ type sampling struct {
 // cut to extendMax times the draws so far), and more while the
 // sampling so far took less than cheapSampling (up to maxSegments in
 // all), continuing every chain where it stopped. A fixed Iterations
-// makes it one segment, a checkpoint one after the full-data chains'
-// pilot (pilot.go). A time budget (MaxTime) bounds the
+// makes it one segment. With a checkpoint every segment is a
+// checkpointed Run and the draws of those done are saved with the
+// preparation (segments.go), so the draws are those of the same fit
+// without one. A time budget (MaxTime) bounds the
 // wall time of all segments together: each chain of a segment gets
 // the budget left over the waves in which Run's workers take the
 // chains (4 chains on 2 workers: two waves of half of it), so a fit
@@ -90,20 +91,20 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		return nil, err
 	}
 	s := f.planSampling()
-	ended := false
-	if f.pilotFirst(s) {
-		s.ckSeg = 1
-		var err error
-		if ended, err = f.runPilot(ctx, s); err != nil {
-			return nil, err
-		}
+	first, err := f.restoreSegments(s)
+	if err != nil {
+		return nil, err
 	}
-	for seg := s.ckSeg; !ended; seg++ {
+	for seg, ended := first, false; !ended; seg++ {
 		trace, err := f.runSegment(ctx, s, seg)
 		if err != nil {
 			return nil, err
 		}
-		ended = f.checkSegment(s, seg, trace) || f.extend(ctx, s, seg, trace)
+		if ended = f.checkSegment(s, seg, trace) || f.extend(ctx, s, seg, trace); !ended && f.s.Checkpoint != "" {
+			if err := f.saveSegments(s, seg); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := f.collect(ctx, s); err != nil {
 		return nil, err
@@ -159,8 +160,7 @@ func (f *fit) planSampling() *sampling {
 		if pr.Gradient == FullGradient && pr.Proposal != nil {
 			// A short first segment: the proposal is refitted to its
 			// draws (refitProposal) before the rest, which may take one
-			// more extension. (With a checkpoint the rest is one
-			// segment: pilot.go.)
+			// more extension.
 			s.iters = min(s.iters, isPilot)
 			s.lastSeg = 3
 		}
@@ -188,10 +188,9 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 	trace := &Trace{Transform: s.natural, NaturalDim: len(names)}
 	recs := []Recorder{trace}
 	var draws *drawFile
-	if f.s.Checkpoint != "" && seg == s.ckSeg {
-		// The checkpointed segment: its draws survive an interrupt
-		// (drawFile).
-		draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim, f.fingerprint())
+	if f.s.Checkpoint != "" {
+		// The segment's draws survive an interrupt (drawFile).
+		draws = newDrawFile(trace, f.s.Checkpoint+".draws", f.dim, f.segmentFingerprint(seg))
 		recs[0] = draws
 	}
 	if s.user != nil {
@@ -228,8 +227,8 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 		Recorder:    Multi(recs...),
 		RecordAll:   true,
 	}
-	if seg == s.ckSeg {
-		st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, f.s.Checkpoint != "", f.fingerprint()
+	if f.s.Checkpoint != "" {
+		st.Checkpoint, st.Resume, st.Fingerprint = f.s.Checkpoint, true, f.segmentFingerprint(seg)
 		st.CheckpointEvery = f.checkpointEvery()
 	}
 	starts := s.starts
@@ -275,8 +274,8 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 // checkSegment runs the stay check on the segment just run (on every
 // segment, the last one included) and reports whether the sampling ends
 // here: the planned segments are done and the cap or the cheap budget
-// is reached, a chain failed, Iterations is fixed, the checkpointed
-// segment is done, or the time budget is spent.
+// is reached, a chain failed, Iterations is fixed, or the time budget
+// is spent.
 func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	segU := make([][]float64, len(trace.Chains))
 	for c, ch := range trace.Chains {
@@ -285,7 +284,7 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	s.stay, s.stayChain = longestStay(segU, f.dim)
 	s.stuck = f.prep.Gradient == FullGradient && s.stay >= max(stayLimit, int(stayFrac*float64(s.iters)))
 	return seg >= s.lastSeg && (seg+1 >= maxSegments || float64(s.done*f.s.Chains)*f.iterCost() >= cheapSampling) || s.runErr != nil || s.stopped > 0 ||
-		f.s.Iterations != 0 || f.s.Checkpoint != "" && seg >= s.ckSeg || f.budgetSpent(s.res, s.post)
+		f.s.Iterations != 0 || f.budgetSpent(s.res, s.post)
 }
 
 // extend measures the ESS and R-hat of the draws so far and either ends
@@ -321,9 +320,6 @@ func (f *fit) extend(ctx context.Context, s *sampling, seg int, trace *Trace) bo
 			f.log("chain %d stood %d iterations at one point: its proposals miss part of the posterior there", s.stayChain, s.stay)
 		}
 	}
-	if seg+1 == s.ckSeg && cheapMore == 0 {
-		cheapMore = f.cheapMore(s.done) // the checkpointed rest is the last segment
-	}
 	if pr.Gradient == FullGradient {
 		// The last segment's own ESS, when there were segments before
 		// it: how the chains mix now (see fullExtension).
@@ -343,9 +339,7 @@ func (f *fit) extend(ctx context.Context, s *sampling, seg int, trace *Trace) bo
 		more := float64(s.done) * math.Max(float64(f.s.TargetESS)/math.Max(ess, 1)-1, 0.5) * 1.2
 		s.iters = min(50000, max(200, int(math.Ceil(more))))
 	}
-	if seg+1 != s.ckSeg { // the checkpointed rest after a pilot is one segment: uncapped
-		s.iters, s.lastSeg = capExtension(s.iters, s.done, s.lastSeg)
-	}
+	s.iters, s.lastSeg = capExtension(s.iters, s.done, s.lastSeg)
 	f.log("ESS %.0f (smallest bulk or tail; target %d), R-hat %.3f: %d more iterations per chain", ess, f.s.TargetESS, rhat, s.iters)
 	return false
 }

@@ -237,13 +237,11 @@ type FitSettings struct {
 	// kept draws to Checkpoint+".draws", and a Fit with the same settings
 	// resumes from them; its Posterior holds every draw of the run, those
 	// before the interruption too. Checkpoints are written about every
-	// 20 s of sampling (at the planned cost per iteration). Full-data
-	// chains run their pilot segment and refit their proposal to it as
-	// without a checkpoint (the pilot is saved whole once done, and
-	// repeated on a resume during it), then the rest in one segment
-	// planned from the pilot (a checkpoint holds one Run): no further
-	// extensions, so the draws differ from those of the same fit without
-	// a checkpoint once it would have extended. A Fit whose checkpointed
+	// 20 s of sampling (at the planned cost per iteration). The fit
+	// samples exactly as it would without a checkpoint (the same
+	// segments, proposal refits and extensions: the same draws); each
+	// segment is checkpointed, and the draws of the segments done are
+	// saved with the preparation. A Fit whose checkpointed
 	// run had finished returns its Posterior again without sampling.
 	// Remove the three files for a fresh run.
 	Checkpoint string
