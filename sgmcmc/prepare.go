@@ -75,48 +75,19 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	}
 	passes = min(passes, f.s.AnchorPasses)
 	stream := uint64(anchorStream)
-	// With deterministic gradients on long data, Newton first runs on
-	// subsets of 10⁵, 10⁶, ... observations (evenly spread blocks, the
-	// score scaled up to the whole), each tenfold larger, while smaller
-	// than half the data: a full tiling of 10⁸ observations takes ten
-	// minutes and the warm-up may end hundreds of posterior sds from the
-	// mode, while each level starts a few sds from its own mode (5–11 on
-	// the simulated SVM at 10⁷ and 10⁸), so the full data take two or
-	// three Newton steps, of which only the first reads them all
-	// (scoreTile).
+	u, stream, subsets, err := f.newtonOnSubsets(ctx, u, passes, stream)
+	if err != nil {
+		return err
+	}
 	// sf is f, or with PrepObs a subset of it: the Newton steps from here
 	// on, the anchor and the Jacobian read sf's observations only.
-	var levels []int
-	for n := subsetObs; f.deterministic() && f.total > 2*n; n *= 10 {
-		levels = append(levels, n)
-	}
 	sf := f
-	if f.prepSubset() {
-		for len(levels) > 0 && levels[len(levels)-1] >= f.s.PrepObs {
-			levels = levels[:len(levels)-1]
-		}
-	}
-	for _, n := range levels {
-		sub := f.subset(n)
-		// From diffObs observations on, a level reads its own subset
-		// once too (differences on a tenth of it, 100 blocks of 1000 at
-		// least).
-		sub.diffOK = sub.total >= diffObs
-		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
-		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
-			return err
-		}
-		// The grid at the subset's mode serves the full data (their mode
-		// is a few of their posterior sds away), so their Newton needs no
-		// second round after a regrid.
-		f.regrid(u)
-	}
 	var t *tiling
 	var h *mat.SymDense
 	var l []float64
 	// After the subsets, the full data are read once: Newton's later
 	// scores difference a subset (scoreTile).
-	f.diffOK = len(levels) > 0
+	f.diffOK = subsets > 0
 	defer func() { f.diff, f.diffOK = nil, false }()
 	for round := 0; ; round++ {
 		if f.prepSubset() {
@@ -195,6 +166,48 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
 
 	return f.measureNoise(ctx)
+}
+
+// newtonOnSubsets runs Newton's steps on growing subsets of the data
+// from u and returns where they end, the next random stream and the
+// number of subsets (0: none).
+//
+// With deterministic gradients on long data, Newton first runs on
+// subsets of 10⁵, 10⁶, ... observations (evenly spread blocks, the
+// score scaled up to the whole), each tenfold larger, while smaller
+// than half the data: a full tiling of 10⁸ observations takes ten
+// minutes and the warm-up may end hundreds of posterior sds from the
+// mode, while each level starts a few sds from its own mode (5–11 on
+// the simulated SVM at 10⁷ and 10⁸), so the full data take two or
+// three Newton steps, of which only the first reads them all
+// (scoreTile).
+func (f *fit) newtonOnSubsets(ctx context.Context, u []float64, passes int, stream uint64) ([]float64, uint64, int, error) {
+	var levels []int
+	for n := subsetObs; f.deterministic() && f.total > 2*n; n *= 10 {
+		levels = append(levels, n)
+	}
+	if f.prepSubset() {
+		for len(levels) > 0 && levels[len(levels)-1] >= f.s.PrepObs {
+			levels = levels[:len(levels)-1]
+		}
+	}
+	for _, n := range levels {
+		sub := f.subset(n)
+		// From diffObs observations on, a level reads its own subset
+		// once too (differences on a tenth of it, 100 blocks of 1000 at
+		// least).
+		sub.diffOK = sub.total >= diffObs
+		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
+		var err error
+		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
+			return nil, 0, 0, err
+		}
+		// The grid at the subset's mode serves the full data (their mode
+		// is a few of their posterior sds away), so their Newton needs no
+		// second round after a regrid.
+		f.regrid(u)
+	}
+	return u, stream, len(levels), nil
 }
 
 // jacobianAt returns the Jacobian of the full-data score at u, from sf's
