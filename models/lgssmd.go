@@ -111,7 +111,6 @@ func (m LGSSMd) LogPrior(grad, u []float64) float64 {
 	m.checkU("LogPrior", u)
 	d := m.D
 	d2 := d * d
-	const halfLog2Pi = 0.91893853320467274178 // ½ log 2π
 	lp := 0.0
 	for k := 0; k < d2; k++ {
 		lp -= 0.5*u[k]*u[k] + halfLog2Pi
@@ -420,7 +419,6 @@ func (m LGSSMd) Bind(u []float64) (ssm.Kernel, error) {
 	k.invQ, k.invR = make([]float64, d), make([]float64, d)
 	k.normQ, k.normR = make([]float64, d), make([]float64, d)
 	k.postSD, k.normS = make([]float64, d), make([]float64, d)
-	const halfLog2Pi = 0.91893853320467274178
 	for i := 0; i < d; i++ {
 		q, r := np.q[i], np.r[i]
 		k.invQ[i], k.invR[i] = 1/q, 1/r

@@ -262,7 +262,6 @@ func (k *lgssmdKernel) LogProposal(x, prev, y []float64) float64 {
 	if len(x) != d || len(prev) != d {
 		panic(fmt.Sprintf("models: LGSSMd.LogProposal: len(x) = %d, len(prev) = %d, want %d", len(x), len(prev), d))
 	}
-	const halfLog2Pi = 0.91893853320467274178
 	lp := 0.0
 	for i := 0; i < d; i++ {
 		mu := 0.0

@@ -85,7 +85,7 @@ func (b *msvBound) oneMinusProd(i, j int) float64 {
 // compute validates u and fills b (sized by init) from it. On error b's
 // contents are unspecified.
 func (b *msvBound) compute(u []float64) error {
-	d, nc := b.d, b.nc
+	d := b.d
 	if len(u) != b.np {
 		panic(fmt.Sprintf("models: MSV: len(u) = %d, want %d for D = %d", len(u), b.np, d))
 	}
@@ -94,12 +94,36 @@ func (b *msvBound) compute(u []float64) error {
 			return &ssm.ParamError{Name: b.name(k), Value: v, Reason: fmt.Sprintf("u[%d] is NaN", k)}
 		}
 	}
-	const halfLog2Pi = 0.91893853320467274178 // ½ log 2π
-	logDetS := 0.0                            // Σ log σ_i
+	logDetS, err := b.scales(u)
+	if err != nil {
+		return err
+	}
+	logDetL, err := b.correlationFactor(u)
+	if err != nil {
+		return err
+	}
+	b.transConst = -float64(d)*halfLog2Pi - logDetS - logDetL
+	b.transitionInverse()
+	b.correlationGrads()
+	if err := b.stationary(logDetS); err != nil {
+		return err
+	}
+	b.stationaryGrads()
+	return nil
+}
+
+// halfLog2Pi is ½ log 2π.
+const halfLog2Pi = 0.91893853320467274178
+
+// scales fills φ, σ and τ and what derives from them, and returns
+// Σ log σ_i.
+func (b *msvBound) scales(u []float64) (float64, error) {
+	d, nc := b.d, b.nc
+	logDetS := 0.0 // Σ log σ_i
 	for i := 0; i < d; i++ {
 		v, dv, _, _ := Symmetric.Forward(u[i])
 		if !(v > -1 && v < 1) || !(dv > 0) {
-			return &ssm.ParamError{Name: b.name(i), Value: v, Reason: fmt.Sprintf("must lie strictly inside (-1, 1) (u[%d] = %v)", i, u[i])}
+			return 0, &ssm.ParamError{Name: b.name(i), Value: v, Reason: fmt.Sprintf("must lie strictly inside (-1, 1) (u[%d] = %v)", i, u[i])}
 		}
 		b.phi[i], b.dphi[i] = v, dv
 		// 1 ∓ φ from the logistic s = 1/(1 + e^(−2u)): 1 − φ = 2(1 − s), 1 + φ = 2s.
@@ -113,7 +137,7 @@ func (b *msvBound) compute(u []float64) error {
 		for _, k := range [2]int{d + i, 2*d + nc + i} {
 			s := math.Exp(u[k])
 			if s2 := s * s; !(s2 > 0) || math.IsInf(s2, 0) {
-				return &ssm.ParamError{Name: b.name(k), Value: s, Reason: "its square under- or overflows"}
+				return 0, &ssm.ParamError{Name: b.name(k), Value: s, Reason: "its square under- or overflows"}
 			}
 			if k == d+i {
 				b.sig[i] = s
@@ -125,6 +149,13 @@ func (b *msvBound) compute(u []float64) error {
 			}
 		}
 	}
+	return logDetS, nil
+}
+
+// correlationFactor fills the Cholesky factor L of R from the canonical
+// partial correlations and returns log det L.
+func (b *msvBound) correlationFactor(u []float64) (float64, error) {
+	d := b.d
 	// L from the CPCs, with log L_jj = ½ Σ_{k<j} log(1 − z_kj²).
 	l := b.lr
 	clear(l)
@@ -136,7 +167,7 @@ func (b *msvBound) compute(u []float64) error {
 			c := msvCorrIndex(d, k, j)
 			z, dz, lj, _ := Symmetric.Forward(u[2*d+c])
 			if !(z > -1 && z < 1) || !(dz > 0) {
-				return &ssm.ParamError{Name: b.name(2*d + c), Value: z,
+				return 0, &ssm.ParamError{Name: b.name(2*d + c), Value: z,
 					Reason: fmt.Sprintf("its partial correlation must lie strictly inside (-1, 1) (u[%d] = %v)", 2*d+c, u[2*d+c])}
 			}
 			b.z[c] = z
@@ -146,12 +177,17 @@ func (b *msvBound) compute(u []float64) error {
 		}
 		if !(rem > 0) {
 			c := msvCorrIndex(d, j-1, j)
-			return &ssm.ParamError{Name: b.name(2*d + c), Value: b.z[c], Reason: "the correlation matrix R is numerically singular"}
+			return 0, &ssm.ParamError{Name: b.name(2*d + c), Value: b.z[c], Reason: "the correlation matrix R is numerically singular"}
 		}
 		l[j*d+j] = math.Sqrt(rem)
 		logDetL += 0.5 * logRem
 	}
-	b.transConst = -float64(d)*halfLog2Pi - logDetS - logDetL
+	return logDetL, nil
+}
+
+// transitionInverse fills S L, (S L)⁻¹ and Σ⁻¹.
+func (b *msvBound) transitionInverse() {
+	d, l := b.d, b.lr
 	// S L, its inverse L⁻¹ S⁻¹ (forward substitution on L, then column
 	// j divided by σ_j) and Σ⁻¹ = linvᵀ linv.
 	for i := 0; i < d; i++ {
@@ -187,6 +223,11 @@ func (b *msvBound) compute(u []float64) error {
 			b.q[i*d+j], b.q[j*d+i] = s, s
 		}
 	}
+}
+
+// correlationGrads fills G_c = linvᵀ ∂L/∂u_c for every CPC.
+func (b *msvBound) correlationGrads() {
+	d, l, linv := b.d, b.lr, b.linv
 	// ∂L/∂u_c for the CPC z_kl is nonzero in row l only:
 	// ∂L_lk/∂u = √rem_k (1 − z²), ∂L_lj/∂u = −z L_lj for k < j ≤ l.
 	// The transition score of u_c is a_l (gᵀ v) + z with v = linv e, so
@@ -214,6 +255,12 @@ func (b *msvBound) compute(u []float64) error {
 			}
 		}
 	}
+}
+
+// stationary fills the stationary covariance P, its scaled Cholesky
+// factor and inverse, and the initial density's constant.
+func (b *msvBound) stationary(logDetS float64) error {
+	d, l := b.d, b.lr
 	// Stationary P = S (R ∘ C) S, C_ij = 1/(1 − φ_iφ_j), through the
 	// Cholesky factor of M = R ∘ C (better scaled than P).
 	mm := b.work[:d*d]
@@ -261,6 +308,14 @@ func (b *msvBound) compute(u []float64) error {
 			b.pinv[i*d+j], b.pinv[j*d+i] = s, s
 		}
 	}
+	return nil
+}
+
+// stationaryGrads fills the derivatives of P (as rows h) and the traces
+// tr(P⁻¹ ∂P) of every coordinate P depends on.
+func (b *msvBound) stationaryGrads() {
+	d, l := b.d, b.lr
+	gr := b.work[:d]
 	// ∂P/∂u_j = e_r hᵀ + h e_rᵀ for the coordinates P depends on (φ_i, σ_i,
 	// CPCs), so xᵀ P⁻¹ ∂P P⁻¹ x = 2 x̃_r (h · x̃) with x̃ = P⁻¹ x.
 	clear(b.ih)
@@ -307,7 +362,6 @@ func (b *msvBound) compute(u []float64) error {
 			b.itr[2*d+c] = b.traceRow(ll, h)
 		}
 	}
-	return nil
 }
 
 // traceRow returns tr(P⁻¹ (e_r hᵀ + h e_rᵀ)) = 2 (P⁻¹ h)_r.
