@@ -228,139 +228,21 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn, n *csvNotes)
 	if err != nil {
 		return csvResult{}, convertCSVError(err)
 	}
-	width := len(rec)
-	// A semicolon-separated file (European spreadsheets, with decimal
-	// commas) reads as one column whose rows then split at the commas.
-	semicolons := width == 1 && strings.Contains(rec[0], ";")
 	line, _ := cr.FieldPos(0)
-	lastLine, _ := cr.FieldPos(width - 1)
-
-	header := false
-	if idName != "" {
-		header = true
-		if idCol, err = headerColumn(rec, idName, line); err != nil {
-			return csvResult{}, err
-		}
-	} else {
-		if idCol >= width {
-			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("id column %d is beyond the %d columns of the first row", idCol+1, width)}
-		}
-		header = looksLikeHeader(rec, idCol)
+	sc, err := csvLayout(rec, line, idName, idCol, pick)
+	if err != nil {
+		return csvResult{}, err
 	}
-	obs := width
-	if idCol >= 0 {
-		obs--
-	}
-	// col is the picked observation column (−1: every column but the id).
-	col := -1
-	switch {
-	case pick.Name != "":
-		header = true
-		if col, err = headerColumn(rec, pick.Name, line); err != nil {
-			return csvResult{}, err
-		}
-	case pick.Index > 0:
-		col = pick.Index - 1
-		if col >= width {
-			return csvResult{}, &ParseError{Line: line, Msg: fmt.Sprintf("no column %d: the first row has %d columns", pick.Index, width)}
-		}
-		if idName == "" {
-			header = looksLikeHeader(rec[col:col+1], -1)
-		}
-	}
-	if col >= 0 {
-		if col == idCol {
-			return csvResult{}, &ParseError{Line: line, Column: col + 1, Msg: "the observation column is the id column"}
-		}
-		obs = 1
-	}
-	if obs == 0 {
-		return csvResult{}, &ParseError{Line: line, Msg: "no observation columns"}
-	}
-
-	res := csvResult{obs: obs}
-	// prev is the line of the last row read (header or data); in a
-	// one-column file without ids the lines skipped between rows are
-	// blank: missing values.
-	oneColumn := width == 1 && idCol < 0
-	prev := 0
-	if header {
-		prev = line
-	}
-	var index map[string]int
-	if idCol >= 0 {
-		index = make(map[string]int)
-	} else {
-		res.seqs = [][]float64{nil}
-	}
-	rows := 0
+	sc.cr, sc.notes = cr, n
+	lastLine, _ := cr.FieldPos(sc.width - 1)
+	header := sc.header
 	for {
 		// In a one-column file a line of spaces is a blank line: missing
-		// when a data row follows (the gap fill below), ignored at the end.
-		if !header && !(oneColumn && strings.TrimSpace(rec[0]) == "") {
-			if len(rec) != width {
-				col := min(len(rec), width) + 1
-				msg := fmt.Sprintf("row has %d fields, the first row has %d", len(rec), width)
-				if semicolons {
-					msg += semicolonHint
-				}
-				return csvResult{}, &ParseError{Line: line, Column: col, Msg: msg}
+		// when a data row follows (the gap fill in row), ignored at the end.
+		if !header && !(sc.oneColumn && strings.TrimSpace(rec[0]) == "") {
+			if err := sc.row(rec, line); err != nil {
+				return csvResult{}, err
 			}
-			k := 0
-			if idCol >= 0 {
-				id := strings.TrimSpace(rec[idCol])
-				if id == "" {
-					l, _ := cr.FieldPos(idCol)
-					return csvResult{}, &ParseError{Line: l, Column: idCol + 1, Msg: "empty sequence id"}
-				}
-				if strings.ContainsFunc(id, unicode.IsControl) {
-					// encoding/csv turns \r\n inside quotes into \n, so such
-					// an id would not survive being written and read back.
-					l, _ := cr.FieldPos(idCol)
-					return csvResult{}, &ParseError{Line: l, Column: idCol + 1, Msg: fmt.Sprintf("sequence id %s holds a control character (line break, tab, ...)", quoteCell(id))}
-				}
-				var ok bool
-				if k, ok = index[id]; !ok {
-					k = len(res.seqs)
-					index[id] = k
-					res.seqs = append(res.seqs, nil)
-					res.ids = append(res.ids, id)
-				}
-			}
-			y := res.seqs[k]
-			if oneColumn {
-				for ; prev+1 < line; prev++ {
-					y = append(y, math.NaN())
-					rows++
-				}
-				prev = line
-			}
-			for i, cell := range rec {
-				if i == idCol || col >= 0 && i != col {
-					continue
-				}
-				v, kind := parseCell(cell)
-				if !kind.ok() {
-					l, _ := cr.FieldPos(i)
-					msg := kind.message(cell)
-					switch {
-					case semicolons || strings.Contains(cell, ";"):
-						msg += semicolonHint
-					case kind == cellBad && width > 1 && idCol < 0:
-						msg += " (a date or label column? " + PickColumnHint + ")"
-					case kind == cellBad && col < 0 && obs > 1:
-						msg += " (a date or label column? " + PickColumnHint + " of each sequence)"
-					}
-					return csvResult{}, &ParseError{Line: l, Column: i + 1, Msg: msg}
-				}
-				if kind == cellGrouped {
-					l, _ := cr.FieldPos(i)
-					n.grouped(cell, v, l, i+1)
-				}
-				y = append(y, v)
-			}
-			res.seqs[k] = y
-			rows++
 		}
 		header = false
 
@@ -374,10 +256,167 @@ func readCSV(r io.Reader, idName string, idCol int, pick CSVColumn, n *csvNotes)
 		line, _ = cr.FieldPos(0)
 		lastLine, _ = cr.FieldPos(len(rec) - 1)
 	}
-	if rows == 0 {
+	if sc.rows == 0 {
 		return csvResult{}, &ParseError{Line: lastLine + 1, Msg: "no data rows after the header (sequence of length 0)"}
 	}
-	return res, nil
+	return sc.res, nil
+}
+
+// csvScan is readCSV's layout, from the first row, and its state.
+type csvScan struct {
+	width, idCol int
+	col          int // the picked observation column (−1: every column but the id)
+	header       bool
+	// semicolons: a semicolon-separated file (European spreadsheets, with
+	// decimal commas) reads as one column whose rows then split at the
+	// commas.
+	semicolons bool
+	oneColumn  bool // one column and no ids: blank lines are missing values
+	cr         *csv.Reader
+	notes      *csvNotes
+	res        csvResult
+	index      map[string]int
+	// prev is the line of the last row read (header or data); in a
+	// one-column file without ids the lines skipped between rows are
+	// blank: missing values.
+	prev, rows int
+}
+
+// csvLayout reads the layout from the first row rec, at line.
+func csvLayout(rec []string, line int, idName string, idCol int, pick CSVColumn) (*csvScan, error) {
+	width := len(rec)
+	sc := &csvScan{width: width, semicolons: width == 1 && strings.Contains(rec[0], ";"), col: -1}
+	var err error
+	if idName != "" {
+		sc.header = true
+		if idCol, err = headerColumn(rec, idName, line); err != nil {
+			return nil, err
+		}
+	} else {
+		if idCol >= width {
+			return nil, &ParseError{Line: line, Msg: fmt.Sprintf("id column %d is beyond the %d columns of the first row", idCol+1, width)}
+		}
+		sc.header = looksLikeHeader(rec, idCol)
+	}
+	sc.idCol = idCol
+	obs := width
+	if idCol >= 0 {
+		obs--
+	}
+	switch {
+	case pick.Name != "":
+		sc.header = true
+		if sc.col, err = headerColumn(rec, pick.Name, line); err != nil {
+			return nil, err
+		}
+	case pick.Index > 0:
+		sc.col = pick.Index - 1
+		if sc.col >= width {
+			return nil, &ParseError{Line: line, Msg: fmt.Sprintf("no column %d: the first row has %d columns", pick.Index, width)}
+		}
+		if idName == "" {
+			sc.header = looksLikeHeader(rec[sc.col:sc.col+1], -1)
+		}
+	}
+	if sc.col >= 0 {
+		if sc.col == idCol {
+			return nil, &ParseError{Line: line, Column: sc.col + 1, Msg: "the observation column is the id column"}
+		}
+		obs = 1
+	}
+	if obs == 0 {
+		return nil, &ParseError{Line: line, Msg: "no observation columns"}
+	}
+	sc.res = csvResult{obs: obs}
+	sc.oneColumn = width == 1 && idCol < 0
+	if sc.header {
+		sc.prev = line
+	}
+	if idCol >= 0 {
+		sc.index = make(map[string]int)
+	} else {
+		sc.res.seqs = [][]float64{nil}
+	}
+	return sc, nil
+}
+
+// row reads the data row rec at line.
+func (sc *csvScan) row(rec []string, line int) error {
+	width, idCol, col := sc.width, sc.idCol, sc.col
+	if len(rec) != width {
+		c := min(len(rec), width) + 1
+		msg := fmt.Sprintf("row has %d fields, the first row has %d", len(rec), width)
+		if sc.semicolons {
+			msg += semicolonHint
+		}
+		return &ParseError{Line: line, Column: c, Msg: msg}
+	}
+	k := 0
+	if idCol >= 0 {
+		var err error
+		if k, err = sc.sequence(rec[idCol]); err != nil {
+			return err
+		}
+	}
+	y := sc.res.seqs[k]
+	if sc.oneColumn {
+		for ; sc.prev+1 < line; sc.prev++ {
+			y = append(y, math.NaN())
+			sc.rows++
+		}
+		sc.prev = line
+	}
+	for i, cell := range rec {
+		if i == idCol || col >= 0 && i != col {
+			continue
+		}
+		v, kind := parseCell(cell)
+		if !kind.ok() {
+			l, _ := sc.cr.FieldPos(i)
+			msg := kind.message(cell)
+			switch {
+			case sc.semicolons || strings.Contains(cell, ";"):
+				msg += semicolonHint
+			case kind == cellBad && width > 1 && idCol < 0:
+				msg += " (a date or label column? " + PickColumnHint + ")"
+			case kind == cellBad && col < 0 && sc.res.obs > 1:
+				msg += " (a date or label column? " + PickColumnHint + " of each sequence)"
+			}
+			return &ParseError{Line: l, Column: i + 1, Msg: msg}
+		}
+		if kind == cellGrouped {
+			l, _ := sc.cr.FieldPos(i)
+			sc.notes.grouped(cell, v, l, i+1)
+		}
+		y = append(y, v)
+	}
+	sc.res.seqs[k] = y
+	sc.rows++
+	return nil
+}
+
+// sequence returns the index of the sequence whose id is the cell,
+// adding it at its first row.
+func (sc *csvScan) sequence(cell string) (int, error) {
+	id := strings.TrimSpace(cell)
+	if id == "" {
+		l, _ := sc.cr.FieldPos(sc.idCol)
+		return 0, &ParseError{Line: l, Column: sc.idCol + 1, Msg: "empty sequence id"}
+	}
+	if strings.ContainsFunc(id, unicode.IsControl) {
+		// encoding/csv turns \r\n inside quotes into \n, so such an id
+		// would not survive being written and read back.
+		l, _ := sc.cr.FieldPos(sc.idCol)
+		return 0, &ParseError{Line: l, Column: sc.idCol + 1, Msg: fmt.Sprintf("sequence id %s holds a control character (line break, tab, ...)", quoteCell(id))}
+	}
+	k, ok := sc.index[id]
+	if !ok {
+		k = len(sc.res.seqs)
+		sc.index[id] = k
+		sc.res.seqs = append(sc.res.seqs, nil)
+		sc.res.ids = append(sc.res.ids, id)
+	}
+	return k, nil
 }
 
 // PickColumnHint is the advice in the error about a non-numeric cell of a
