@@ -227,50 +227,15 @@ func (st *States) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Seq
 	if err := w.Validate(seq.Len()); err != nil {
 		return 0, err
 	}
-	n, s, M := st.set.N, d.State, st.set.Paths
+	n, s := st.set.N, d.State
 	nStates := w.KeepEnd - w.KeepStart + 1
 	steps := w.End - w.Start
-	for _, b := range []struct {
-		name string
-		v    []float64
-		want int
-	}{{"Smoothed", out.Smoothed, nStates * M * s}, {"Filtered", out.Filtered, nStates * M * s}, {"LogPred", out.LogPred, steps}} {
-		if b.v != nil && len(b.v) != b.want {
-			panic(fmt.Sprintf("pf: States.Run: len(%s) = %d, want %d", b.name, len(b.v), b.want))
-		}
-	}
-	var prop ssm.Proposer
-	switch st.set.Proposal {
-	case Auto:
-		prop, _ = k.(ssm.Proposer)
-	case Guided:
-		var ok bool
-		if prop, ok = k.(ssm.Proposer); !ok {
-			return 0, ErrNoProposal
-		}
-	}
-	degenerate := false
-	if dg, ok := k.(ssm.Degenerate); ok && dg.DegenerateTransition() {
-		degenerate = true
-	}
-	method := st.set.Method
-	if method == AutoStates {
-		method = FFBSi
-		if degenerate {
-			method = FixedLag
-		}
+	prop, method, err := st.plan(k, out, n, s, nStates, steps)
+	if err != nil {
+		return 0, err
 	}
 	smooth := out.Smoothed != nil
-	if smooth && method == FFBSi && degenerate {
-		return 0, fmt.Errorf("%w: the kernel's transition is degenerate; use FixedLag, not FFBSi", ErrNoTransitionDensity)
-	}
-	st.store = smooth
-	gens := 2
-	if smooth {
-		gens = steps + 1
-	}
 	fixedLag := smooth && method == FixedLag
-	st.ensure(n, s, gens, fixedLag)
 
 	gLo, gHi := w.KeepStart-w.Start, w.KeepEnd-w.Start // generations reported
 	x0 := st.gen(0)
@@ -363,6 +328,53 @@ func (st *States) Run(ctx context.Context, k ssm.Kernel, d ssm.Dims, seq ssm.Seq
 		return 0, err
 	}
 	return ll, nil
+}
+
+// plan checks out's buffers, chooses the proposal and the smoother and
+// sizes the buffers for a run of steps steps reporting nStates states.
+func (st *States) plan(k ssm.Kernel, out StateOutput, n, s, nStates, steps int) (ssm.Proposer, StateMethod, error) {
+	M := st.set.Paths
+	for _, b := range []struct {
+		name string
+		v    []float64
+		want int
+	}{{"Smoothed", out.Smoothed, nStates * M * s}, {"Filtered", out.Filtered, nStates * M * s}, {"LogPred", out.LogPred, steps}} {
+		if b.v != nil && len(b.v) != b.want {
+			panic(fmt.Sprintf("pf: States.Run: len(%s) = %d, want %d", b.name, len(b.v), b.want))
+		}
+	}
+	var prop ssm.Proposer
+	switch st.set.Proposal {
+	case Auto:
+		prop, _ = k.(ssm.Proposer)
+	case Guided:
+		var ok bool
+		if prop, ok = k.(ssm.Proposer); !ok {
+			return nil, 0, ErrNoProposal
+		}
+	}
+	degenerate := false
+	if dg, ok := k.(ssm.Degenerate); ok && dg.DegenerateTransition() {
+		degenerate = true
+	}
+	method := st.set.Method
+	if method == AutoStates {
+		method = FFBSi
+		if degenerate {
+			method = FixedLag
+		}
+	}
+	smooth := out.Smoothed != nil
+	if smooth && method == FFBSi && degenerate {
+		return nil, 0, fmt.Errorf("%w: the kernel's transition is degenerate; use FixedLag, not FFBSi", ErrNoTransitionDensity)
+	}
+	st.store = smooth
+	gens := 2
+	if smooth {
+		gens = steps + 1
+	}
+	st.ensure(n, s, gens, smooth && method == FixedLag)
+	return prop, method, nil
 }
 
 // drawFiltered writes M rows resampled (systematically) from generation g
