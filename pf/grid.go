@@ -180,6 +180,14 @@ func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
 		f.lo, f.hi, f.off = make([]int, G), make([]int, G), make([]int, G+1)
 		f.nu0 = make([]float64, G)
 	}
+	f.bandRows(k, G, p)
+	f.bandScores(h, G, p)
+	f.initialLaw(k)
+}
+
+// bandRows fills log K, each row normalised and cut to its band of
+// columns within e⁻³⁰ of its largest entry, and the band's offsets.
+func (f *GridFilter) bandRows(k ssm.Kernel, G, p int) {
 	// Column j of log K: log p(z_j | z_i) for every i.
 	f.col = slices.Grow(f.col[:0], G)[:G]
 	for j := range G {
@@ -217,6 +225,13 @@ func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
 		nb += (hi - lo) * (p + 1)
 	}
 	f.off[G] = nb
+}
+
+// bandScores fills the band's transition probabilities and, with a
+// statistic h of dimension p > 0, their products with the pairwise
+// statistic at each pair of nodes (and its diagonal).
+func (f *GridFilter) bandScores(h Additive, G, p int) {
+	nb := f.off[G]
 	f.band = slices.Grow(f.band[:0], nb)[:nb]
 	npair := nb / (p + 1)
 	if p > 0 {
@@ -249,8 +264,12 @@ func (f *GridFilter) bind(k ssm.Kernel, u []float64, h Additive, d ssm.Dims) {
 			n++
 		}
 	}
-	// ν_0 at the nodes, normalised to sum to 1 (computed in logs: the
-	// stationary law of a persistent state is sharp at the nodes' scale).
+}
+
+// initialLaw fills ν_0 at the nodes, normalised to sum to 1 (computed in
+// logs: the stationary law of a persistent state is sharp at the nodes'
+// scale).
+func (f *GridFilter) initialLaw(k ssm.Kernel) {
 	m := math.Inf(-1)
 	for i := range f.z {
 		f.nu0[i] = k.LogInitial(f.z[i : i+1])
