@@ -490,238 +490,271 @@ var (
 	codyQ = [5]float64{1.28426009614491121, 0.468238212480865118, 0.0659881378689285515, 0.00378239633202758244, 7.29751555083966205e-5}
 )
 
+// garchRun is one filter call's fixed inputs and running state.
+type garchRun struct {
+	k   *garchKernel
+	w   ssm.Window
+	acc bool // the seeded score is wanted
+	// Tangents of the natural parameters per unit seed.
+	da, dbeta, dgam, dt2, dmu [garchParams]float64
+	// tan: some tangent is non-zero (before the first seeded factor every
+	// tangent is zero and the leading buffer runs on values only).
+	tan    bool
+	lo, hi int // the nodes where the filter law p is not zero
+	src    garchSrc
+	ll     float64
+	dll    [garchParams]float64
+}
+
+// seed returns the seed of the score's factor at row t (0 outside the
+// kept rows, or without a score).
+func (r *garchRun) seed(t int) float64 {
+	if !r.acc || t < r.w.KeepStart || t >= r.w.KeepEnd {
+		return 0
+	}
+	return r.w.Weight(t)
+}
+
 // filter runs the node filter over the window at kernel k and returns
 // log p(y_window); when acc is non-nil it also runs the tangents and
 // stores d/dδ of the log-likelihood (the seeded score) in acc.
 func (ws *garchExactWork) filter(k *garchKernel, seq ssm.Sequence, w ssm.Window, acc *[garchParams]float64) (float64, error) {
-	g, xi := ws.g, ws.xi
-	p, p1, q := ws.p, ws.p1, ws.q
-	dp, dp1, dq := ws.dp, ws.dp1, ws.dq
-	s, ds := ws.s, ws.ds
-	t2 := k.tau2
-	// Tangents of the natural parameters per unit seed.
-	da := [garchParams]float64{k.da1, k.da2, 0, 0}
-	dbeta := [garchParams]float64{0, k.db2, k.db3, 0}
-	dgam := [garchParams]float64{0, k.dg2, k.dg3, 0}
-	dt2 := [garchParams]float64{0, 0, 0, 2 * t2}
-	dmu := [garchParams]float64{k.dmu, 0, 0, 0}
-	seed := func(t int) float64 {
-		if acc == nil || t < w.KeepStart || t >= w.KeepEnd {
-			return 0
-		}
-		return w.Weight(t)
-	}
-	// tan: some tangent is non-zero (before the first seeded factor every
-	// tangent is zero and the leading buffer runs on values only).
-	tan := false
-
-	// The state paired with y[Start]: c = α + γμ, Z = x ~ N(0, μ).
-	var src garchSrc
-	{
-		s0, s1 := 0.0, seed(w.Start)
-		if acc != nil && w.KeepsInitial() {
-			s0 = w.Weight(0)
-		}
-		src.w, src.c, src.b, src.m, src.sd = 1, k.alpha+k.gamma*k.mu, k.beta, 0, math.Sqrt(k.mu)
-		if s0 != 0 || s1 != 0 {
-			tan = true
-			for i := range garchParams {
-				src.dw[i], src.dm[i] = 0, 0
-				src.dc[i] = s1 * (da[i] + dgam[i]*k.mu + k.gamma*dmu[i])
-				src.db[i] = s1 * dbeta[i]
-				src.ds[i] = s0 * dmu[i] / (2 * src.sd)
-			}
-		}
-	}
-	lo, hi := ws.addRow(&src, tan)
-	// Move q into p (p is zero).
-	ws.swap()
-	p, p1, q = ws.p, ws.p1, ws.q
-	dp, dp1, dq = ws.dp, ws.dp1, ws.dq
-	place := func(lo, hi int) {
-		for j := lo; j <= hi; j++ {
-			pj := p[j]
-			if !(pj > 0) {
-				s[j] = xi[j]
-				clear(ds[4*j : 4*j+4])
-				continue
-			}
-			xbar := p1[j] / pj
-			// The mean of N_j·law lies in N_j's support [t_j, t_{j+4}];
-			// outside it p1/p is rounding noise of a negligible mass.
-			if lo, hi := ws.support(j); !(xbar >= lo && xbar <= hi) {
-				s[j] = xi[j]
-				clear(ds[4*j : 4*j+4])
-				continue
-			}
-			s[j] = xi[j] + garchTheta*(xbar-xi[j])
-			if tan {
-				dsj := ds[4*j : 4*j+4 : 4*j+4]
-				inv := garchTheta / pj
-				for i := range garchParams {
-					dsj[i] = (dp1[4*j+i] - xbar*dp[4*j+i]) * inv
-				}
-			}
-		}
-	}
-	place(lo, hi)
-
-	ll := 0.0
-	var dll [garchParams]float64
+	r := &garchRun{k: k, w: w, acc: acc != nil,
+		da: [garchParams]float64{k.da1, k.da2, 0, 0}, dbeta: [garchParams]float64{0, k.db2, k.db3, 0},
+		dgam: [garchParams]float64{0, k.dg2, k.dg3, 0}, dt2: [garchParams]float64{0, 0, 0, 2 * k.tau2},
+		dmu: [garchParams]float64{k.dmu, 0, 0, 0}}
+	ws.initial(r)
 	for t := w.Start; t < w.End; t++ {
 		yt := seq.Y[t]
-		miss := math.IsNaN(yt)
-		st := seed(t)
+		st := r.seed(t)
 		if st != 0 {
-			tan = true
+			r.tan = true
 		}
-		if !miss {
-			// Emission N(y_t; 0, s_j + τ²), shifted by its largest log.
-			y2 := yt * yt
-			mx := math.Inf(-1)
-			for j := lo; j <= hi; j++ {
-				v := s[j] + t2
-				lf := -0.5*y2/v - 0.5*math.Log(v)
-				q[j] = lf // scratch: q is zero outside its use below
-				mx = math.Max(mx, lf)
-			}
-			sum := 0.0
-			var dsum [garchParams]float64
-			for j := lo; j <= hi; j++ {
-				ef := math.Exp(q[j] - mx)
-				q[j] = 0
-				if tan {
-					v := s[j] + t2
-					dl := 0.5 * (y2/v - 1) / v
-					dpj, dsj := dp[4*j:4*j+4:4*j+4], ds[4*j:4*j+4:4*j+4]
-					for i := range garchParams {
-						dpj[i] = ef * (dpj[i] + p[j]*dl*(dsj[i]+st*dt2[i]))
-						dsum[i] += dpj[i]
-					}
-				}
-				p[j] *= ef
-				sum += p[j]
-			}
-			if !(sum > 0) || math.IsInf(sum, 1) {
-				return 0, fmt.Errorf("models: GARCH.ExactScore: the grid filter lost all mass at observation row %d (y = %v)", t, yt)
-			}
-			ll += math.Log(sum) + mx - garchHalfLog2Pi
-			inv := 1 / sum
-			for j := lo; j <= hi; j++ {
-				p[j] *= inv
-			}
-			if tan {
-				for i := range garchParams {
-					dll[i] += dsum[i] * inv
-				}
-				for j := lo; j <= hi; j++ {
-					for i := range garchParams {
-						dp[4*j+i] = (dp[4*j+i] - p[j]*dsum[i]) * inv
-					}
-				}
+		if !math.IsNaN(yt) {
+			if err := ws.emit(r, t, yt, st); err != nil {
+				return 0, err
 			}
 		}
 		if t == w.End-1 {
 			break
 		}
-		// Transition into the state paired with y[t+1].
-		sn := seed(t + 1)
-		if sn != 0 {
-			tan = true
+		if err := ws.transition(r, t, yt, st); err != nil {
+			return 0, err
 		}
-		qlo, qhi := g, -1
-		for j := lo; j <= hi; j++ {
-			pj := p[j]
-			if pj < garchSrcTiny {
-				continue
-			}
-			sj := s[j]
-			src.w, src.c, src.b = pj, k.alpha+k.gamma*sj, k.beta
-			var f float64
-			if miss {
-				src.m, src.sd = 0, math.Sqrt(sj)
-			} else {
-				f = sj / (sj + t2)
-				src.m, src.sd = f*yt, math.Sqrt(f*t2)
-			}
-			if tan {
-				dsj := ds[4*j : 4*j+4 : 4*j+4]
-				vv := sj + t2
-				for i := range garchParams {
-					src.dw[i] = dp[4*j+i]
-					src.dc[i] = sn*(da[i]+dgam[i]*sj) + k.gamma*dsj[i]
-					src.db[i] = sn * dbeta[i]
-					if miss {
-						src.dm[i] = 0
-						src.ds[i] = dsj[i] / (2 * src.sd)
-					} else {
-						dt := st * dt2[i]
-						df := (t2*dsj[i] - sj*dt) / (vv * vv)
-						src.dm[i] = yt * df
-						src.ds[i] = (df*t2 + f*dt) / (2 * src.sd)
-					}
-				}
-			}
-			a, b := ws.addRow(&src, tan)
-			qlo, qhi = min(qlo, a), max(qhi, b)
-		}
-		if qhi < 0 {
-			return 0, fmt.Errorf("models: GARCH.ExactScore: the grid filter lost all mass after observation row %d", t)
-		}
-		// Renormalise (skipped sources carried < G·garchSrcTiny) and swap.
-		sum := 0.0
-		var dsum [garchParams]float64
-		for j := qlo; j <= qhi; j++ {
-			sum += q[j]
-			if tan {
-				for i := range garchParams {
-					dsum[i] += dq[4*j+i]
-				}
-			}
-		}
-		clear(p[lo : hi+1])
-		clear(p1[lo : hi+1])
-		clear(dp[4*lo : 4*hi+4])
-		clear(dp1[4*lo : 4*hi+4])
-		ws.swap()
-		p, p1, q = ws.p, ws.p1, ws.q
-		dp, dp1, dq = ws.dp, ws.dp1, ws.dq
-		lo, hi = qlo, qhi
-		inv := 1 / sum
-		nlo, nhi := g, -1
-		for j := lo; j <= hi; j++ {
-			p[j] *= inv
-			p1[j] *= inv
-			if tan {
-				for i := range garchParams {
-					dp[4*j+i] = (dp[4*j+i] - p[j]*dsum[i]) * inv
-					dp1[4*j+i] = (dp1[4*j+i] - p1[j]*dsum[i]) * inv
-				}
-			}
-			if p[j] >= garchSrcTiny {
-				nlo, nhi = min(nlo, j), j
-			}
-		}
-		if nhi < 0 {
-			return 0, fmt.Errorf("models: GARCH.ExactScore: the grid filter lost all mass after observation row %d", t)
-		}
-		// Drop the negligible ends so that p is zero outside [lo, hi].
-		for _, r := range [2][2]int{{lo, nlo}, {nhi + 1, hi + 1}} {
-			clear(p[r[0]:r[1]])
-			clear(p1[r[0]:r[1]])
-			clear(dp[4*r[0] : 4*r[1]])
-			clear(dp1[4*r[0] : 4*r[1]])
-		}
-		lo, hi = nlo, nhi
-		place(lo, hi)
 	}
 	// Leave the workspace zeroed for the next call.
-	clear(p[lo : hi+1])
-	clear(p1[lo : hi+1])
-	clear(dp[4*lo : 4*hi+4])
-	clear(dp1[4*lo : 4*hi+4])
+	lo, hi := r.lo, r.hi
+	clear(ws.p[lo : hi+1])
+	clear(ws.p1[lo : hi+1])
+	clear(ws.dp[4*lo : 4*hi+4])
+	clear(ws.dp1[4*lo : 4*hi+4])
 	if acc != nil {
-		*acc = dll
+		*acc = r.dll
 	}
-	return ll, nil
+	return r.ll, nil
+}
+
+// initial puts the law of the state paired with y[Start] (c = α + γμ,
+// Z = x ~ N(0, μ)) in p.
+func (ws *garchExactWork) initial(r *garchRun) {
+	k, w, src := r.k, r.w, &r.src
+	s0, s1 := 0.0, r.seed(w.Start)
+	if r.acc && w.KeepsInitial() {
+		s0 = w.Weight(0)
+	}
+	src.w, src.c, src.b, src.m, src.sd = 1, k.alpha+k.gamma*k.mu, k.beta, 0, math.Sqrt(k.mu)
+	if s0 != 0 || s1 != 0 {
+		r.tan = true
+		for i := range garchParams {
+			src.dw[i], src.dm[i] = 0, 0
+			src.dc[i] = s1 * (r.da[i] + r.dgam[i]*k.mu + k.gamma*r.dmu[i])
+			src.db[i] = s1 * r.dbeta[i]
+			src.ds[i] = s0 * r.dmu[i] / (2 * src.sd)
+		}
+	}
+	r.lo, r.hi = ws.addRow(src, r.tan)
+	ws.swap() // move q into p (p is zero)
+	ws.place(r)
+}
+
+// place sets the nodes' representative values s_j (and their tangents)
+// from the law's moments on [lo, hi].
+func (ws *garchExactWork) place(r *garchRun) {
+	p, p1, dp, dp1 := ws.p, ws.p1, ws.dp, ws.dp1
+	s, ds, xi := ws.s, ws.ds, ws.xi
+	for j := r.lo; j <= r.hi; j++ {
+		pj := p[j]
+		if !(pj > 0) {
+			s[j] = xi[j]
+			clear(ds[4*j : 4*j+4])
+			continue
+		}
+		xbar := p1[j] / pj
+		// The mean of N_j·law lies in N_j's support [t_j, t_{j+4}];
+		// outside it p1/p is rounding noise of a negligible mass.
+		if lo, hi := ws.support(j); !(xbar >= lo && xbar <= hi) {
+			s[j] = xi[j]
+			clear(ds[4*j : 4*j+4])
+			continue
+		}
+		s[j] = xi[j] + garchTheta*(xbar-xi[j])
+		if r.tan {
+			dsj := ds[4*j : 4*j+4 : 4*j+4]
+			inv := garchTheta / pj
+			for i := range garchParams {
+				dsj[i] = (dp1[4*j+i] - xbar*dp[4*j+i]) * inv
+			}
+		}
+	}
+}
+
+// emit weighs p by the emission N(y_t; 0, s_j + τ²) of the observed
+// y_t, with seed st, and adds its log normaliser (and tangents) to r.
+func (ws *garchExactWork) emit(r *garchRun, t int, yt, st float64) error {
+	p, q, dp, s, ds := ws.p, ws.q, ws.dp, ws.s, ws.ds
+	t2, lo, hi := r.k.tau2, r.lo, r.hi
+	// Shifted by its largest log.
+	y2 := yt * yt
+	mx := math.Inf(-1)
+	for j := lo; j <= hi; j++ {
+		v := s[j] + t2
+		lf := -0.5*y2/v - 0.5*math.Log(v)
+		q[j] = lf // scratch: q is zero outside its use below
+		mx = math.Max(mx, lf)
+	}
+	sum := 0.0
+	var dsum [garchParams]float64
+	for j := lo; j <= hi; j++ {
+		ef := math.Exp(q[j] - mx)
+		q[j] = 0
+		if r.tan {
+			v := s[j] + t2
+			dl := 0.5 * (y2/v - 1) / v
+			dpj, dsj := dp[4*j:4*j+4:4*j+4], ds[4*j:4*j+4:4*j+4]
+			for i := range garchParams {
+				dpj[i] = ef * (dpj[i] + p[j]*dl*(dsj[i]+st*r.dt2[i]))
+				dsum[i] += dpj[i]
+			}
+		}
+		p[j] *= ef
+		sum += p[j]
+	}
+	if !(sum > 0) || math.IsInf(sum, 1) {
+		return fmt.Errorf("models: GARCH.ExactScore: the grid filter lost all mass at observation row %d (y = %v)", t, yt)
+	}
+	r.ll += math.Log(sum) + mx - garchHalfLog2Pi
+	inv := 1 / sum
+	for j := lo; j <= hi; j++ {
+		p[j] *= inv
+	}
+	if r.tan {
+		for i := range garchParams {
+			r.dll[i] += dsum[i] * inv
+		}
+		for j := lo; j <= hi; j++ {
+			for i := range garchParams {
+				dp[4*j+i] = (dp[4*j+i] - p[j]*dsum[i]) * inv
+			}
+		}
+	}
+	return nil
+}
+
+// transition moves the law (p, weighed by y_t, or not when it is
+// missing) to the state paired with y[t+1], in q, then swaps q into p.
+func (ws *garchExactWork) transition(r *garchRun, t int, yt, st float64) error {
+	k, src := r.k, &r.src
+	t2, miss := k.tau2, math.IsNaN(yt)
+	sn := r.seed(t + 1)
+	if sn != 0 {
+		r.tan = true
+	}
+	p, dp, s, ds := ws.p, ws.dp, ws.s, ws.ds
+	qlo, qhi := ws.g, -1
+	for j := r.lo; j <= r.hi; j++ {
+		pj := p[j]
+		if pj < garchSrcTiny {
+			continue
+		}
+		sj := s[j]
+		src.w, src.c, src.b = pj, k.alpha+k.gamma*sj, k.beta
+		var f float64
+		if miss {
+			src.m, src.sd = 0, math.Sqrt(sj)
+		} else {
+			f = sj / (sj + t2)
+			src.m, src.sd = f*yt, math.Sqrt(f*t2)
+		}
+		if r.tan {
+			dsj := ds[4*j : 4*j+4 : 4*j+4]
+			vv := sj + t2
+			for i := range garchParams {
+				src.dw[i] = dp[4*j+i]
+				src.dc[i] = sn*(r.da[i]+r.dgam[i]*sj) + k.gamma*dsj[i]
+				src.db[i] = sn * r.dbeta[i]
+				if miss {
+					src.dm[i] = 0
+					src.ds[i] = dsj[i] / (2 * src.sd)
+				} else {
+					dt := st * r.dt2[i]
+					df := (t2*dsj[i] - sj*dt) / (vv * vv)
+					src.dm[i] = yt * df
+					src.ds[i] = (df*t2 + f*dt) / (2 * src.sd)
+				}
+			}
+		}
+		a, b := ws.addRow(src, r.tan)
+		qlo, qhi = min(qlo, a), max(qhi, b)
+	}
+	if qhi < 0 {
+		return fmt.Errorf("models: GARCH.ExactScore: the grid filter lost all mass after observation row %d", t)
+	}
+	// Renormalise (skipped sources carried < G·garchSrcTiny) and swap.
+	q, dq := ws.q, ws.dq
+	sum := 0.0
+	var dsum [garchParams]float64
+	for j := qlo; j <= qhi; j++ {
+		sum += q[j]
+		if r.tan {
+			for i := range garchParams {
+				dsum[i] += dq[4*j+i]
+			}
+		}
+	}
+	lo, hi := r.lo, r.hi
+	clear(ws.p[lo : hi+1])
+	clear(ws.p1[lo : hi+1])
+	clear(ws.dp[4*lo : 4*hi+4])
+	clear(ws.dp1[4*lo : 4*hi+4])
+	ws.swap()
+	p, p1, dp, dp1 := ws.p, ws.p1, ws.dp, ws.dp1
+	lo, hi = qlo, qhi
+	inv := 1 / sum
+	nlo, nhi := ws.g, -1
+	for j := lo; j <= hi; j++ {
+		p[j] *= inv
+		p1[j] *= inv
+		if r.tan {
+			for i := range garchParams {
+				dp[4*j+i] = (dp[4*j+i] - p[j]*dsum[i]) * inv
+				dp1[4*j+i] = (dp1[4*j+i] - p1[j]*dsum[i]) * inv
+			}
+		}
+		if p[j] >= garchSrcTiny {
+			nlo, nhi = min(nlo, j), j
+		}
+	}
+	if nhi < 0 {
+		return fmt.Errorf("models: GARCH.ExactScore: the grid filter lost all mass after observation row %d", t)
+	}
+	// Drop the negligible ends so that p is zero outside [lo, hi].
+	for _, rg := range [2][2]int{{lo, nlo}, {nhi + 1, hi + 1}} {
+		clear(p[rg[0]:rg[1]])
+		clear(p1[rg[0]:rg[1]])
+		clear(dp[4*rg[0] : 4*rg[1]])
+		clear(dp1[4*rg[0] : 4*rg[1]])
+	}
+	r.lo, r.hi = nlo, nhi
+	ws.place(r)
+	return nil
 }
