@@ -278,8 +278,15 @@ func (ws *garchExactWork) addRow(src *garchSrc, tan bool) (int, int) {
 			break
 		}
 	}
-	// Contract the row into q, q1 (and dq, dq1) and clear it.
+	ws.contract(src, tan, jlo, jhi)
+	return jlo, jhi
+}
+
+// contract adds the row of src on nodes jlo..jhi, weighted by src.w,
+// into q, q1 (and dq, dq1) and clears it.
+func (ws *garchExactWork) contract(src *garchSrc, tan bool, jlo, jhi int) {
 	w, q, q1, dq, dq1 := src.w, ws.q, ws.q1, ws.dq, ws.dq1
+	rv, rv1, rl, rl1 := ws.rv, ws.rv1, ws.rl, ws.rl1
 	for j := jlo; j <= jhi; j++ {
 		val, val1 := rv[j], rv1[j]
 		q[j] += w * val
@@ -299,5 +306,4 @@ func (ws *garchExactWork) addRow(src *garchSrc, tan bool) (int, int) {
 			clear(r1)
 		}
 	}
-	return jlo, jhi
 }
