@@ -11,6 +11,7 @@ import (
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 )
 
 // estimator returns a fresh estimator of the chosen kind, with the
@@ -98,7 +99,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		for i := range z {
 			z[i] = rng.NormFloat64()
 		}
-		starts[c] = lMul(pr.Mode, pr.Chol, z)
+		starts[c] = linalg.LMul(pr.Mode, pr.Chol, z)
 	}
 	total := 0
 	for win := 0; win < adaptWindows; win++ {
@@ -181,7 +182,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		}
 	}
 	pr.Starts, pr.AdaptIterations = starts, total
-	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	pr.ShiftSD = linalg.MaxAbs(linalg.LTrans(pr.Chol, pr.AnchorSE))
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 )
 
 const checkpointFormat = "pbsgmcmc/sgmcmc checkpoint v2"
@@ -98,7 +100,7 @@ func (ch *chain) restore(st *chainState) error {
 		return errors.New("parameter has the wrong length")
 	}
 	readFloats(s.u, st.U)
-	if i := firstNonFinite(s.u); i >= 0 {
+	if i := fmath.FirstNonFinite(s.u); i >= 0 {
 		return fmt.Errorf("checkpointed u[%d] = %v", i, s.u[i])
 	}
 	if err := ch.pcg.UnmarshalBinary(st.RNG); err != nil {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -84,19 +86,19 @@ func (d *Discretisation) valid(p int) bool {
 		return true
 	}
 	for _, v := range [][]float64{d.Mode, d.Tilt, d.Curve, d.Shift} {
-		if len(v) != p || firstNonFinite(v) >= 0 {
+		if len(v) != p || fmath.FirstNonFinite(v) >= 0 {
 			return false
 		}
 	}
-	if len(d.Chol) != p*p || firstNonFinite(d.Chol) >= 0 {
+	if len(d.Chol) != p*p || fmath.FirstNonFinite(d.Chol) >= 0 {
 		return false
 	}
 	for _, v := range [][]float64{d.Cross, d.TargetChol} {
-		if v != nil && (len(v) != p*p || firstNonFinite(v) >= 0) {
+		if v != nil && (len(v) != p*p || fmath.FirstNonFinite(v) >= 0) {
 			return false
 		}
 	}
-	if d.Cubic != nil && (len(d.Cubic) != p || firstNonFinite(d.Cubic) >= 0) {
+	if d.Cubic != nil && (len(d.Cubic) != p || fmath.FirstNonFinite(d.Cubic) >= 0) {
 		return false
 	}
 	for i := range p {
@@ -187,9 +189,9 @@ func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs 
 	for k := range p {
 		z := make([]float64, p)
 		z[k] = 1
-		pts[2*k] = lMul(uc, l, z)
+		pts[2*k] = linalg.LMul(uc, l, z)
 		z[k] = -1
-		pts[2*k+1] = lMul(uc, l, z)
+		pts[2*k+1] = linalg.LMul(uc, l, z)
 	}
 	pts[2*p] = uc
 	fine, err := f.fullLogLiks(ctx, pts, rs.RefinedLogLik)
@@ -283,7 +285,7 @@ func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*Discretis
 	for i := range r {
 		r[i] = fine[i] - base[i]
 	}
-	if i := firstNonFinite(r); i >= 0 {
+	if i := fmath.FirstNonFinite(r); i >= 0 {
 		return nil, fmt.Errorf("sgmcmc: discretisation check: the log-likelihoods' difference at %v is %v", pts[i], r[i])
 	}
 	tilt, curve := make([]float64, p), make([]float64, p)
@@ -291,7 +293,7 @@ func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*Discretis
 		tilt[k] = (r[2*k] - r[2*k+1]) / 2
 		curve[k] = r[2*k] + r[2*k+1] - 2*r[2*p]
 	}
-	shift := lMul(make([]float64, p), l, correctedMode(tilt, curve))
+	shift := linalg.LMul(make([]float64, p), l, correctedMode(tilt, curve))
 	for i, sd := range cholSD(l, p) {
 		shift[i] /= sd
 	}
@@ -368,7 +370,7 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	}
 	used := half
 	ess := residualShift(dc, used, logw, x)
-	if _, r := argMaxAbs(dc.Residual); r > discretisationSure || maxAbs(dc.ResidualSE) > discretisationSureSE {
+	if _, r := argMaxAbs(dc.Residual); r > discretisationSure || linalg.MaxAbs(dc.ResidualSE) > discretisationSureSE {
 		if err := weigh(rest); err != nil {
 			return err
 		}

@@ -74,14 +74,3 @@ func (e *ChainError) Error() string {
 }
 
 func (e *ChainError) Unwrap() error { return e.Err }
-
-// firstNonFinite returns the index of the first NaN or ±Inf in x, or -1.
-func firstNonFinite(x []float64) int {
-	for i, v := range x {
-		// v-v is NaN for NaN and ±Inf and 0 otherwise: one test per element.
-		if v-v != 0 {
-			return i
-		}
-	}
-	return -1
-}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -99,12 +101,11 @@ type Preparation struct {
 	// Independence its share of the steps (0: 0.5).
 	Proposal     []ProposalComponent
 	Independence float64
-	// Surrogate, when set, turns the independence steps into surrogate
-	// transitions on π̃ = Proposal·exp(r) (see Surrogate). It is saved
-	// with a checkpoint but left out of the Posterior's JSON (its design
-	// points are hundreds of numbers); SurrogateHold reports its expected
-	// holding time (0: none).
-	Surrogate     *Surrogate `json:"-"`
+	// sur, when set, turns the independence steps into surrogate
+	// transitions on π̃ = Proposal·exp(r) (package surrogate). It is
+	// saved with a checkpoint; SurrogateHold reports its expected holding
+	// time (0: none).
+	sur           *surrogate.Surrogate
 	SurrogateHold float64
 	Gradient      Gradient // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
@@ -412,7 +413,7 @@ func (f *fit) startPoint() ([]float64, error) {
 			}
 		}
 	}
-	if i := firstNonFinite(u); i >= 0 {
+	if i := fmath.FirstNonFinite(u); i >= 0 {
 		return nil, fmt.Errorf("%w: starting point u[%d] = %v", ErrSettings, i, u[i])
 	}
 	return u, nil

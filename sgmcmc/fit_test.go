@@ -305,9 +305,9 @@ func testFitResume(t *testing.T, g sgmcmc.Gradient) {
 	// The chains' surrogate (saved in ck.prep) is the one they used
 	// before the interrupt: the identical draws above depend on it.
 	t.Logf("%v chains; surrogate transitions' expected holding time %.3f (0: none)", whole.Preparation.Gradient, whole.Preparation.SurrogateHold)
-	if g == sgmcmc.FullGradient && (whole.Preparation.Surrogate == nil || resumed.Preparation.SurrogateHold != whole.Preparation.SurrogateHold) {
+	if g == sgmcmc.FullGradient && (whole.Preparation.SurrogateHold == 0 || resumed.Preparation.SurrogateHold != whole.Preparation.SurrogateHold) {
 		t.Errorf("surrogate: uninterrupted %v (holding time %v), resumed holding time %v: want one, restored",
-			whole.Preparation.Surrogate != nil, whole.Preparation.SurrogateHold, resumed.Preparation.SurrogateHold)
+			whole.Preparation.SurrogateHold > 0, whole.Preparation.SurrogateHold, resumed.Preparation.SurrogateHold)
 	}
 	again, _ := fit(dir, 0)
 	same("finished", again)

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
@@ -86,7 +88,7 @@ type isResult struct {
 	accept   float64 // expected acceptance rate of independence steps
 	hold     float64 // and their expected holding time (expectedHold)
 	evals    int
-	sur      *Surrogate // nil: the surrogate does not shorten the holding time
+	sur      *surrogate.Surrogate // nil: the surrogate does not shorten the holding time
 }
 
 // isRound is one round's proposal and the number of points drawn from it.
@@ -146,7 +148,7 @@ func (f *fit) adaptIS(ctx context.Context) (*isResult, error) {
 			return nil, nil // no finite weight
 		}
 		stop := r+1 >= isMaxRounds || r+1 >= isMinRounds && bestHold <= isGoodHold
-		var sur *Surrogate
+		var sur *surrogate.Surrogate
 		if r+1 >= isSurRounds && bestESS >= isMinEfficiency*float64(n) {
 			// A surrogate that already fits well ends the rounds: its
 			// transitions need a design of the posterior, not a t
@@ -400,28 +402,8 @@ func expectedHold(q *tmix.Mixture, xs [][]float64, lps, lw, z []float64) float64
 	if omega == nil || nu == nil {
 		return math.Inf(1)
 	}
-	_, hold := independenceRates(omega, nu, ws)
+	_, hold := tmix.IndependenceRates(omega, nu, ws)
 	return hold
-}
-
-// independenceRates returns E_x α(x) and E_x 1/α(x) for x weighted by
-// omega, α(x_i) = Σ_j ν_j min(1, w_j/w_i), with the log weights lw = log w
-// (the acceptance rate and the holding time of an independence chain).
-func independenceRates(omega, nu, lw []float64) (accept, hold float64) {
-	for i, oi := range omega {
-		if oi == 0 {
-			continue
-		}
-		a := 0.0
-		for j, nj := range nu {
-			if nj > 0 {
-				a += nj * math.Min(1, math.Exp(lw[j]-lw[i]))
-			}
-		}
-		accept += oi * a
-		hold += oi / math.Max(a, 1e-6)
-	}
-	return accept, hold
 }
 
 // Independence proposals' share of FullGradient's steps after adaptIS,
@@ -452,7 +434,7 @@ func (f *fit) useIS(res *isResult) {
 	// points it was fitted to, and the first segment is planned from it (planned from the surrogate's, the LGSSM's fell
 	// short of TargetESS in tail ESS).
 	pr.IAT = independenceIAT(res.hold, pr.Independence)
-	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	pr.ShiftSD = linalg.MaxAbs(linalg.LTrans(pr.Chol, pr.AnchorSE))
 	f.log("importance sampling: %d log posteriors; posterior sds in u %v; %s %.0f%% of steps, autocorrelation time ≈ %.1f",
 		res.evals, fmtSD(pr.Chol, f.dim), pr.independenceKind(), 100*pr.Independence, pr.IAT)
 }
@@ -509,7 +491,7 @@ func isQuality(lw []float64) (ess, accept, hold float64) {
 	for i := range uniform {
 		uniform[i] = 1 / float64(len(w))
 	}
-	accept, hold = independenceRates(w, uniform, lw)
+	accept, hold = tmix.IndependenceRates(w, uniform, lw)
 	return 1 / s2, accept, hold
 }
 

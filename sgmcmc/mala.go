@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
@@ -53,8 +55,8 @@ type mala struct {
 	ind *tmix.Mixture // the independence proposal (nil: none)
 	// sur, when set (with ind), turns the independence steps into
 	// surrogate transitions (surrogateMove); sw and v are its scratch.
-	sur      *Surrogate
-	sw       *surWork
+	sur      *surrogate.Surrogate
+	sw       *surrogate.Work
 	v        []float64
 	maxDrift float64
 	dim      int
@@ -277,7 +279,7 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 		return
 	}
 	lp1, err := m.Grad(context.Background(), m.gp, m.up, rng)
-	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) || firstNonFinite(m.gp) >= 0 {
+	if m.refused(err) || math.IsNaN(lp1) || math.IsInf(lp1, 0) || fmath.FirstNonFinite(m.gp) >= 0 {
 		return // rejected: outside the support or a failed filter
 	}
 	m.drift(m.d1, m.gp, h)
@@ -316,9 +318,9 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 func (m *mala) surrogate(u []float64, lp0 float64, rng *rand.Rand) {
 	m.indProp++
 	if m.sw == nil {
-		m.sw, m.v = newSurWork(m.dim), make([]float64, m.dim)
+		m.sw, m.v = surrogate.NewWork(m.dim), make([]float64, m.dim)
 	}
-	dl := surrogateMove(m.sur, m.ind, m.sw, u, m.up, m.v, m.s, m.d1, rng)
+	dl := surrogate.Move(m.sur, m.ind, m.sw, u, m.up, m.v, m.s, m.d1, rng)
 	logU := math.Log(rng.Float64())
 	if math.IsNaN(lp0) || math.IsInf(lp0, -1) || slices.Equal(m.up, u) {
 		return // no log posterior at u, or P^K stayed at u
@@ -349,7 +351,7 @@ func (m *mala) propose(u []float64) {
 // lp0): u' = u + L s, s ~ N(0, (surWalk²/p) I). Its tests count as the
 // Langevin proposals'.
 func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
-	sd := surWalk / math.Sqrt(float64(m.dim))
+	sd := surrogate.Walk / math.Sqrt(float64(m.dim))
 	for j := range m.s {
 		m.s[j] = sd * rng.NormFloat64()
 	}
@@ -428,7 +430,7 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 // proposal, surrogate and independence share between runs (nil unless
 // they are mala). The chains persist across
 // Runs with the same factories. Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tmix.Mixture, *Surrogate, float64)) {
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tmix.Mixture, *surrogate.Surrogate, float64)) {
 	pr := &f.prep
 	var mu sync.Mutex
 	record := func(err error) { // with mu held
@@ -472,8 +474,8 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				ind = tmix.New([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
 			}
 			chains[c] = newMALA(est, pr.Chol, ind, f.dim)
-			if pr.Surrogate.valid(f.dim) && pr.Proposal != nil {
-				chains[c].sur = pr.Surrogate
+			if pr.sur.Valid(f.dim) && pr.Proposal != nil {
+				chains[c].sur = pr.sur
 			}
 			if pr.Independence > 0 {
 				chains[c].pInd = pr.Independence
@@ -506,7 +508,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 		}
 		return la, float64(ia) / float64(max(ip, 1))
 	}
-	retarget := func(q *tmix.Mixture, sur *Surrogate, pInd float64) {
+	retarget := func(q *tmix.Mixture, sur *surrogate.Surrogate, pInd float64) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range chains {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 )
 
 // newtonUnconverged is the length, in posterior sds, of a last Newton
@@ -115,7 +116,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 			if h, err = f.hessian(u, t.fisher); err != nil {
 				return nil, nil, nil, nil, stream, err
 			}
-			if l, err = cholInverse(h); err != nil {
+			if l, err = linalg.CholInverse(h); err != nil {
 				return nil, nil, nil, nil, stream, err
 			}
 			if it == 8 || (det && f.prep.Exact) {
@@ -140,7 +141,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 			}
 			if !det || norm < 3 {
 				// Near the mode the Newton step needs no line search.
-				u = lMul(u, l, z)
+				u = linalg.LMul(u, l, z)
 				t = nil
 				continue
 			}
@@ -267,7 +268,7 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 			return nil, nil, nil, nil, stream, err
 		}
 		j := forwardDiff(sc, p)
-		t = &tiling{mean: sc[0], se: make([]float64, p), fisher: negated(j), passes: 1, loglik: math.NaN(), full: true}
+		t = &tiling{mean: sc[0], se: make([]float64, p), fisher: linalg.Negated(j), passes: 1, loglik: math.NaN(), full: true}
 		hj := f.information(u, t.fisher)
 		var eig mat.EigenSym
 		if !eig.Factorize(hj, false) {
@@ -285,16 +286,16 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 		}
 		h, l = nil, nil
 		if vals[0] > 0 {
-			if lj, err := cholInverse(hj); err == nil {
+			if lj, err := linalg.CholInverse(hj); err == nil {
 				h, l = hj, lj
-				z := lTrans(l, g)
-				norm := math.Sqrt(dot(z, z))
+				z := linalg.LTrans(l, g)
+				norm := math.Sqrt(linalg.Dot(z, z))
 				f.log("Newton step with the observed information: %.2f posterior sds", norm)
 				if norm < 0.1 {
 					// Take this last step too (one pass): the anchor and
 					// the IS proposal's centre then sit at the mode to
 					// ~0.01 sd.
-					v := lMul(u, l, z)
+					v := linalg.LMul(u, l, z)
 					sc, err := f.fullScores(ctx, [][]float64{v})
 					if err != nil {
 						return nil, nil, nil, nil, stream, err
@@ -364,8 +365,8 @@ func (f *fit) newtonStep(u []float64, t *tiling, l []float64) ([]float64, float6
 	for i := range g {
 		g[i] += t.mean[i]
 	}
-	z := lTrans(l, g)
-	return z, math.Sqrt(dot(z, z))
+	z := linalg.LTrans(l, g)
+	return z, math.Sqrt(linalg.Dot(z, z))
 }
 
 // lineSearch moves u along the Newton direction d = L z to where the
@@ -377,7 +378,7 @@ func (f *fit) newtonStep(u []float64, t *tiling, l []float64) ([]float64, float6
 // information overstates the curvature under heavy tails).
 func (f *fit) lineSearch(ctx context.Context, u, l, z []float64, t0 *tiling, stream uint64) ([]float64, *tiling, uint64, error) {
 	p := f.dim
-	d := lMul(make([]float64, p), l, z) // L z
+	d := linalg.LMul(make([]float64, p), l, z) // L z
 	slope := func(t *tiling, v []float64) float64 {
 		g := make([]float64, p)
 		f.model.LogPrior(g, v)

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -68,7 +69,7 @@ func (f *fit) noisePoints() [][]float64 {
 		for i := range z {
 			z[i] = rng.NormFloat64()
 		}
-		points[k] = lMul(pr.Mode, pr.Chol, z)
+		points[k] = linalg.LMul(pr.Mode, pr.Chol, z)
 	}
 	return points
 }
@@ -120,15 +121,15 @@ func (f *fit) tailNoise(ctx context.Context) error {
 	for k := range 2 * p {
 		z := make([]float64, p)
 		z[k/2] = r * float64(1-2*(k%2))
-		points = append(points, lMul(pr.Mode, pr.Chol, z))
+		points = append(points, linalg.LMul(pr.Mode, pr.Chol, z))
 	}
 	_, dCV, _, _, err := f.probe(ctx, points, tailNoiseStream)
 	if err != nil {
 		return err
 	}
 	for _, d := range dCV {
-		z := lTrans(pr.Chol, d)
-		pr.LambdaCVTail = math.Max(pr.LambdaCVTail, 0.5*dot(z, z))
+		z := linalg.LTrans(pr.Chol, d)
+		pr.LambdaCVTail = math.Max(pr.LambdaCVTail, 0.5*linalg.Dot(z, z))
 	}
 	return nil
 }
@@ -290,7 +291,7 @@ func (f *fit) setNoise(n noiseProbes) {
 	pr.CostPlain, pr.CostCV = n.costPlain, n.costCV
 	pr.NoisePlain = f.clippedNoise(n.plain, 1)
 	pr.NoiseCV = f.clippedNoise(n.cv, f.cvKappa())
-	pr.ShiftSD = maxAbs(lTrans(pr.Chol, pr.AnchorSE))
+	pr.ShiftSD = linalg.MaxAbs(linalg.LTrans(pr.Chol, pr.AnchorSE))
 }
 
 // clippedNoise returns the noise covariance V = ½ E[d dᵀ] (u coordinates,
@@ -325,10 +326,10 @@ func (f *fit) clippedNoise(d [][]float64, kappa float64) []float64 {
 	}
 	v := cov()
 	for range 3 {
-		limit := 1 / f.step(kappa*maxEigen(sandwich(l, v), p)) // MaxDrift / h
+		limit := 1 / f.step(kappa*linalg.MaxEigen(linalg.Sandwich(l, v), p)) // MaxDrift / h
 		for k, dk := range d {
-			z := lTrans(l, dk)
-			r := math.Sqrt(0.5 * dot(z, z))
+			z := linalg.LTrans(l, dk)
+			r := math.Sqrt(0.5 * linalg.Dot(z, z))
 			scale[k] = 1
 			if r > limit {
 				scale[k] = limit / r
@@ -342,7 +343,7 @@ func (f *fit) clippedNoise(d [][]float64, kappa float64) []float64 {
 // lambdas returns λ_max of W = Lᵀ V L for both estimators at the current L.
 func (f *fit) lambdas() (plain, cv float64) {
 	pr := &f.prep
-	return maxEigen(sandwich(pr.Chol, pr.NoisePlain), f.dim), maxEigen(sandwich(pr.Chol, pr.NoiseCV), f.dim)
+	return linalg.MaxEigen(linalg.Sandwich(pr.Chol, pr.NoisePlain), f.dim), linalg.MaxEigen(linalg.Sandwich(pr.Chol, pr.NoiseCV), f.dim)
 }
 
 // noiseW returns W = Lᵀ V L of the chosen estimator.
@@ -350,11 +351,11 @@ func (f *fit) noiseW() []float64 {
 	pr := &f.prep
 	switch pr.Gradient {
 	case ControlVariateGradient:
-		return sandwich(pr.Chol, pr.NoiseCV)
+		return linalg.Sandwich(pr.Chol, pr.NoiseCV)
 	case FullGradient:
 		return make([]float64, f.dim*f.dim)
 	}
-	return sandwich(pr.Chol, pr.NoisePlain)
+	return linalg.Sandwich(pr.Chol, pr.NoisePlain)
 }
 
 // setStep sets the step h = min(0.25, 1/(1 + κλ_max(W))) unless the user

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -127,7 +128,7 @@ func TestTargetLaplace(t *testing.T) {
 		for _, s := range []float64{1, -1} {
 			z := make([]float64, p)
 			z[k] = s
-			pts = append(pts, lMul(mode, l, z))
+			pts = append(pts, linalg.LMul(mode, l, z))
 			fine, base = append(fine, 7+r(z)), append(base, 7)
 		}
 	}
@@ -143,7 +144,7 @@ func TestTargetLaplace(t *testing.T) {
 	for k := range zm {
 		zm[k] = a[k] / (1 - b[k])
 	}
-	wantMode := lMul(mode, l, zm)
+	wantMode := linalg.LMul(mode, l, zm)
 	for i := range p {
 		if math.Abs(m[i]-wantMode[i]) > 1e-12 {
 			t.Errorf("mode[%d] = %.15g, want %.15g", i, m[i], wantMode[i])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -59,8 +60,8 @@ func TestObservedNewtonGARCH(t *testing.T) {
 	for i := range g {
 		g[i] += prior[i]
 	}
-	z := lTrans(f.prep.Chol, g)
-	norm := math.Sqrt(dot(z, z))
+	z := linalg.LTrans(f.prep.Chol, g)
+	norm := math.Sqrt(linalg.Dot(z, z))
 	t.Logf("model %+v: mode u = %.4f, exact gradient %.4g, Newton step %.3f posterior sds", f.model, u, g, norm)
 	if norm > 0.1 {
 		t.Errorf("the exact log posterior's Newton step at the preparation's mode is %.3f posterior sds, want < 0.1", norm)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -34,7 +35,7 @@ func TestPrecondStationary(t *testing.T) {
 			}
 		}
 	}
-	lam := maxEigen(w, 2)
+	lam := linalg.MaxEigen(w, 2)
 	h := 1 / (1 + lam)
 	run := func(m *Precond) (v0, v1, se0, se1 float64) {
 		g := &gauss{Mu: []float64{1, -1}, P: p, Noise: noise}

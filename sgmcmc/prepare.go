@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -103,7 +104,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		}
 	}
 	if f.diff != nil {
-		if s := maxAbs(lTrans(l, t.anchorSE())); s > 0.1 {
+		if s := linalg.MaxAbs(linalg.LTrans(l, t.anchorSE())); s > 0.1 {
 			// The subset's differences are too imprecise for the anchor:
 			// read all the data at u after all.
 			f.log("the subset's score differences may move the mean by %.2f posterior sd: a full-data pass at the mode", s)
@@ -139,12 +140,12 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		// observedNewton). observedNewton's exact full-data −J comes with
 		// t; the tilings' −J is the fallback (on the S&P 500 it was
 		// nearly singular along μ: probes went to u₀ = 400).
-		fisher = negated(jac)
+		fisher = linalg.Negated(jac)
 	}
 	if h, err = f.hessian(u, fisher); err != nil {
 		return err
 	}
-	if l, err = cholInverse(h); err != nil {
+	if l, err = linalg.CholInverse(h); err != nil {
 		return err
 	}
 	// The plain chains' bias correction c = ĝ_full(u*) − ĝ_gset(u*): the
@@ -160,10 +161,10 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 			return err
 		}
 	}
-	f.prep = Preparation{Mode: u, Chol: l, Hessian: symData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, Jacobian: jac, S: f.gset.S, B: f.gset.B,
-		Passes: t.passes, ShiftSD: maxAbs(lTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback, Path: f.path}
+	f.prep = Preparation{Mode: u, Chol: l, Hessian: linalg.SymData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, Jacobian: jac, S: f.gset.S, B: f.gset.B,
+		Passes: t.passes, ShiftSD: linalg.MaxAbs(linalg.LTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback, Path: f.path}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
-		t.passes, f.prep.ShiftSD, correction, maxAbs(lTrans(l, corrSE)))
+		t.passes, f.prep.ShiftSD, correction, linalg.MaxAbs(linalg.LTrans(l, corrSE)))
 
 	return f.measureNoise(ctx)
 }
@@ -238,7 +239,7 @@ func (f *fit) anchorPasses(ctx context.Context, sf *fit, u, l []float64, stream 
 		return nil, stream, err
 	}
 	stream += uint64(first)
-	shift := func() float64 { return maxAbs(lTrans(l, t.se)) }
+	shift := func() float64 { return linalg.MaxAbs(linalg.LTrans(l, t.se)) }
 	for t.passes < f.s.AnchorPasses && shift() > 0.1 {
 		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
 		more := min(max(need-t.passes, anchorBatch), f.s.AnchorPasses-t.passes)
@@ -265,7 +266,7 @@ func (f *fit) biasCorrection(ctx context.Context, sf *fit, u, l []float64, t, ow
 		}
 	}
 	setCorr()
-	for own.passes < f.s.AnchorPasses && maxAbs(lTrans(l, corrSE)) > 0.1 {
+	for own.passes < f.s.AnchorPasses && linalg.MaxAbs(linalg.LTrans(l, corrSE)) > 0.1 {
 		more := min(max(own.passes, anchorBatch), f.s.AnchorPasses-own.passes)
 		o, err := sf.tile(ctx, u, more, stream, f.gset)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -18,10 +19,10 @@ func (f *fit) savePreparation() error {
 	b, err := json.Marshal(struct {
 		Fingerprint string
 		Prep        Preparation
-		Surrogate   *Surrogate  `json:",omitempty"`
-		Sampling    *ckSampling `json:",omitempty"`
-		IS          *ckIS       `json:",omitempty"`
-	}{f.fingerprint(), f.prep, f.prep.Surrogate, f.ck, f.ckIS()})
+		Surrogate   *surrogate.Surrogate `json:",omitempty"`
+		Sampling    *ckSampling          `json:",omitempty"`
+		IS          *ckIS                `json:",omitempty"`
+	}{f.fingerprint(), f.prep, f.prep.sur, f.ck, f.ckIS()})
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func (f *fit) loadPreparation() (bool, error) {
 	var saved struct {
 		Fingerprint string
 		Prep        Preparation
-		Surrogate   *Surrogate
+		Surrogate   *surrogate.Surrogate
 		Sampling    *ckSampling
 		IS          *ckIS
 	}
@@ -60,14 +61,14 @@ func (f *fit) loadPreparation() (bool, error) {
 			ErrCheckpoint, f.s.Checkpoint, f.s.Checkpoint)
 	}
 	p := f.dim
-	saved.Surrogate.bind(f.surBase())
+	saved.Surrogate.Bind(f.surBase())
 	if len(saved.Prep.Mode) != p || len(saved.Prep.Chol) != p*p || len(saved.Prep.Anchor) != p ||
 		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p || !saved.Prep.Discretisation.valid(p) ||
-		saved.Surrogate != nil && !saved.Surrogate.valid(p) {
+		saved.Surrogate != nil && !saved.Surrogate.Valid(p) {
 		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
 	}
 	f.prep = saved.Prep
-	f.prep.Surrogate = saved.Surrogate
+	f.prep.sur = saved.Surrogate
 	f.ck = saved.Sampling
 	if is := saved.IS; is != nil {
 		if len(is.LPs) != len(is.Xs) || len(is.LW) != len(is.Xs) {

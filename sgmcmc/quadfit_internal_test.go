@@ -4,22 +4,24 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 )
 
-// TestQuadDesign: 3 + 4p + p(p−1) distinct points within quadFar, more
+// TestQuadDesign: 3 + 4p + p(p−1) distinct points within linalg.QuadFar, more
 // than the 1 + 2p + p(p+1)/2 coefficients of a quadratic with cubes.
 func TestQuadDesign(t *testing.T) {
 	for p := 1; p <= 5; p++ {
-		zs := quadDesign(p)
-		if want := 3 + 4*p + p*(p-1); len(zs) != want || len(zs) <= len(quadFeatures(zs[0])) {
-			t.Errorf("p = %d: %d points, want %d (more than %d coefficients)", p, len(zs), want, len(quadFeatures(zs[0])))
+		zs := linalg.QuadDesign(p)
+		if want := 3 + 4*p + p*(p-1); len(zs) != want || len(zs) <= len(linalg.QuadFeatures(zs[0])) {
+			t.Errorf("p = %d: %d points, want %d (more than %d coefficients)", p, len(zs), want, len(linalg.QuadFeatures(zs[0])))
 		}
 		seen := map[[5]float64]bool{}
 		for _, z := range zs {
 			var key [5]float64
 			copy(key[:], z)
-			if seen[key] || math.Sqrt(dot(z, z)) > quadFar+1e-12 {
-				t.Errorf("p = %d: point %v repeated or beyond radius %v", p, z, quadFar)
+			if seen[key] || math.Sqrt(linalg.Dot(z, z)) > linalg.QuadFar+1e-12 {
+				t.Errorf("p = %d: point %v repeated or beyond radius %v", p, z, linalg.QuadFar)
 			}
 			seen[key] = true
 		}
@@ -29,7 +31,7 @@ func TestQuadDesign(t *testing.T) {
 // quadAt is c + a·z + ½ zᵀBz + Σ d_k z_k³ (d nil: none).
 func quadAt(c float64, a, b, d, z []float64) float64 {
 	p := len(z)
-	v := c + dot(a, z)
+	v := c + linalg.Dot(a, z)
 	for k, dk := range d {
 		v += dk * z[k] * z[k] * z[k]
 	}
@@ -55,38 +57,38 @@ func TestFitQuad(t *testing.T) {
 		0, 0.05, -0.1, 0.3,
 	}
 	d := []float64{0.02, -0.05, 0, 0.1}
-	zs := quadDesign(p)
+	zs := linalg.QuadDesign(p)
 	r := make([]float64, len(zs))
 	for i, z := range zs {
 		r[i] = quadAt(7, a, b, d, z)
 	}
-	q, err := fitQuad(zs, r)
+	q, err := linalg.FitQuad(zs, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := range p {
-		if math.Abs(q.a[k]-a[k]) > 1e-10 {
-			t.Errorf("a[%d] = %v, want %v", k, q.a[k], a[k])
+		if math.Abs(q.A[k]-a[k]) > 1e-10 {
+			t.Errorf("a[%d] = %v, want %v", k, q.A[k], a[k])
 		}
 	}
 	for k := range b {
-		if math.Abs(q.b[k]-b[k]) > 1e-10 {
-			t.Errorf("B[%d] = %v, want %v", k, q.b[k], b[k])
+		if math.Abs(q.B[k]-b[k]) > 1e-10 {
+			t.Errorf("B[%d] = %v, want %v", k, q.B[k], b[k])
 		}
 	}
 	for k := range d {
-		if math.Abs(q.d[k]-d[k]) > 1e-10 {
-			t.Errorf("d[%d] = %v, want %v", k, q.d[k], d[k])
+		if math.Abs(q.D[k]-d[k]) > 1e-10 {
+			t.Errorf("d[%d] = %v, want %v", k, q.D[k], d[k])
 		}
 	}
-	if math.Abs(q.c-7) > 1e-10 || q.loo > 1e-10 {
-		t.Errorf("c = %v (want 7), leave-one-out error %v (want 0)", q.c, q.loo)
+	if math.Abs(q.C-7) > 1e-10 || q.LOO > 1e-10 {
+		t.Errorf("c = %v (want 7), leave-one-out error %v (want 0)", q.C, q.LOO)
 	}
 	// A mixed cubic term: the hat-matrix shortcut against brute force.
 	for i, z := range zs {
 		r[i] += 0.2*z[2]*z[2]*z[1] - 0.1*z[0]*z[1]*z[3]
 	}
-	if q, err = fitQuad(zs, r); err != nil {
+	if q, err = linalg.FitQuad(zs, r); err != nil {
 		t.Fatal(err)
 	}
 	ss := 0.0
@@ -98,23 +100,23 @@ func TestFitQuad(t *testing.T) {
 				zo, ro = append(zo, zs[j]), append(ro, r[j])
 			}
 		}
-		qo, err := fitQuad(zo, ro)
+		qo, err := linalg.FitQuad(zo, ro)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := r[i] - quadAt(qo.c, qo.a, qo.b, qo.d, zs[i])
+		e := r[i] - quadAt(qo.C, qo.A, qo.B, qo.D, zs[i])
 		ss += e * e
 	}
 	brute := math.Sqrt(ss / float64(len(zs)))
-	if brute < 0.01 || math.Abs(q.loo-brute) > 1e-9*brute {
-		t.Errorf("leave-one-out error %v, refitting without each point %v", q.loo, brute)
+	if brute < 0.01 || math.Abs(q.LOO-brute) > 1e-9*brute {
+		t.Errorf("leave-one-out error %v, refitting without each point %v", q.LOO, brute)
 	}
 	// Too few points, or a non-finite difference, is an error.
-	if _, err := fitQuad(zs[:10], r[:10]); err == nil {
+	if _, err := linalg.FitQuad(zs[:10], r[:10]); err == nil {
 		t.Error("10 points for 19 coefficients: no error")
 	}
 	r[3] = math.NaN()
-	if _, err := fitQuad(zs, r); err == nil {
+	if _, err := linalg.FitQuad(zs, r); err == nil {
 		t.Error("NaN difference: no error")
 	}
 }
@@ -126,7 +128,7 @@ func TestGaussianTimes(t *testing.T) {
 	const p = 3
 	a := []float64{0.5, -1, 2}
 	b := []float64{-0.5, 0.2, 0.1, 0.2, 0.3, -0.1, 0.1, -0.1, -2}
-	m, c, err := gaussianTimes(a, b)
+	m, c, err := linalg.GaussianTimes(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestGaussianTimes(t *testing.T) {
 		}
 	}
 	b[4] = 1.5
-	if _, _, err := gaussianTimes(a, b); err == nil {
+	if _, _, err := linalg.GaussianTimes(a, b); err == nil {
 		t.Error("curvature 1.5 along an axis: no error")
 	}
 }
@@ -181,13 +183,13 @@ func TestCorrectionTrust(t *testing.T) {
 	}
 	d := newDiscretised(nil, dc)
 	rng := rand.New(rand.NewPCG(1, 2))
-	at := func(z []float64) []float64 { return lMul(dc.Mode, dc.Chol, z) }
+	at := func(z []float64) []float64 { return linalg.LMul(dc.Mode, dc.Chol, z) }
 	for _, radius := range []float64{0.7, 2, quadTrust - 1e-3, quadTrust + 1e-3, 6, 15} {
 		z := make([]float64, p)
 		for i := range z {
 			z[i] = rng.NormFloat64()
 		}
-		sc := radius / math.Sqrt(dot(z, z))
+		sc := radius / math.Sqrt(linalg.Dot(z, z))
 		for i := range z {
 			z[i] *= sc
 		}
@@ -202,7 +204,7 @@ func TestCorrectionTrust(t *testing.T) {
 				zq[i] = z[i] * quadTrust / radius
 			}
 		}
-		want := dot(dc.Tilt, z) + quadAt(0, make([]float64, p), dc.Cross, dc.Cubic, zq)
+		want := linalg.Dot(dc.Tilt, z) + quadAt(0, make([]float64, p), dc.Cross, dc.Cubic, zq)
 		if math.Abs(v-want) > 1e-9*(1+math.Abs(want)) {
 			t.Errorf("|z| = %v: correction %v, want %v", radius, v, want)
 		}

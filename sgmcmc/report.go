@@ -123,7 +123,7 @@ func (p *Posterior) Method() string {
 	switch {
 	case pr.Gradient != FullGradient:
 		return "preconditioned SGLD"
-	case pr.Surrogate != nil:
+	case pr.sur != nil:
 		return "Metropolis–Hastings (surrogate transitions and random-walk steps)"
 	}
 	return "Metropolis–Hastings (Langevin and independence proposals)"

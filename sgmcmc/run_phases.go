@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 )
 
 // The phases of Run, one method each so that every step of a run can be
@@ -76,7 +78,7 @@ func (r *runner) newChains() error {
 			if err := r.init(c, u); err != nil {
 				return fmt.Errorf("sgmcmc: init of chain %d: %w", c, err)
 			}
-			if i := firstNonFinite(u); i >= 0 {
+			if i := fmath.FirstNonFinite(u); i >= 0 {
 				return fmt.Errorf("%w: init of chain %d gave u[%d] = %v", ErrSettings, c, i, u[i])
 			}
 		}

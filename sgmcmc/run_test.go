@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 )
 
 func zeroInit(int, []float64) error { return nil }
@@ -184,7 +186,7 @@ func TestNonFiniteStop(t *testing.T) {
 	if got := tr.Chains[1].Iter; len(got) != 37 || got[36] != 36 || res.Chains[1].Iterations != 37 {
 		t.Fatalf("chain 1 kept %d draws, iterations %d", len(got), res.Chains[1].Iterations)
 	}
-	if tr.Chains[0].Len() != 200 || firstNonFinite(res.Chains[1].U) >= 0 {
+	if tr.Chains[0].Len() != 200 || fmath.FirstNonFinite(res.Chains[1].U) >= 0 {
 		t.Fatal("chain 0 truncated or chain 1 final u not finite")
 	}
 	t.Log(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
@@ -42,7 +44,7 @@ type sampling struct {
 	newEst     func(int) Estimator
 	newMethod  func(int) Method
 	acceptance func() (float64, float64)
-	retarget   func(*tmix.Mixture, *Surrogate, float64)
+	retarget   func(*tmix.Mixture, *surrogate.Surrogate, float64)
 
 	logPost [][]float64 // the draws' log posteriors (refitProposal)
 	user    *segmented  // the user's recorder across segments (nil: none, or a checkpoint's)
@@ -204,7 +206,7 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 		recs = append(recs, pr)
 	}
 	if pr.Gradient == FullGradient {
-		if pr.Surrogate != nil {
+		if pr.sur != nil {
 			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% random-walk steps (autocorrelation time ≈ %.0f)",
 				f.s.Chains, s.iters, 100*pr.Independence, 100*(1-pr.Independence), pr.IAT)
 		} else {
@@ -455,7 +457,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 	}
 	if n := f.clippedSteps(); n > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d of the SGLD steps injected more noise than the posterior allows (step %.3g with gradient noise λ_max(W) = %.3g needs h(1 + λ) ≤ 2): the draws are wider than the posterior; use a smaller StepSize or leave it 0",
-			n, s.h, maxEigen(f.noiseW(), f.dim)))
+			n, s.h, linalg.MaxEigen(f.noiseW(), f.dim)))
 	}
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
@@ -592,7 +594,7 @@ type segment struct {
 // stopped after 3,825 iterations per chain with R-hat 1.006 and bulk ESS
 // ≥ 1,311 and sds 0.86–0.94 of the reference, its chains not yet in the
 // tails that the 18 s run of this rule reaches (ratios 1.02–1.06).
-func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, last segment, retarget func(*tmix.Mixture, *Surrogate, float64)) int {
+func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, last segment, retarget func(*tmix.Mixture, *surrogate.Surrogate, float64)) int {
 	pr := &f.prep
 	kept := 0
 	for _, u := range post.U {
@@ -607,12 +609,12 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, l
 			post.Preparation.Proposal = pr.Proposal
 			gain = math.Min(1, (2*hold-1)/(2*old-1))
 		}
-		if pr.Surrogate != nil || f.isPts.xs != nil {
+		if pr.sur != nil || f.isPts.xs != nil {
 			f.setSurrogate(f.refitSurrogate(post.U, logPost))
-			post.Preparation.Surrogate, post.Preparation.SurrogateHold = pr.Surrogate, pr.SurrogateHold
+			post.Preparation.sur, post.Preparation.SurrogateHold = pr.sur, pr.SurrogateHold
 			post.Preparation.Independence = pr.Independence
 		}
-		retarget(mixtureOf(pr.Proposal), pr.Surrogate, pr.Independence)
+		retarget(mixtureOf(pr.Proposal), pr.sur, pr.Independence)
 	}
 	iat *= gain
 	pr.IAT, post.Preparation.IAT = iat, iat

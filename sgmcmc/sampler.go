@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 )
 
 // Sampler runs one chain step by step, for callers that want their own loop
@@ -118,7 +120,7 @@ func (s *Sampler) evaluate(ctx context.Context) error {
 		return &ChainError{Chain: s.chain, Iter: s.k, Err: err}
 	}
 	s.logPost = lp
-	if i := firstNonFinite(s.g); i >= 0 {
+	if i := fmath.FirstNonFinite(s.g); i >= 0 {
 		return &NonFiniteError{Chain: s.chain, Iter: s.k, Index: i}
 	}
 	return nil
@@ -131,7 +133,7 @@ func (s *Sampler) move() error {
 	copy(s.prev, s.u)
 	s.m.Step(s.u, s.Grad(), s.h, s.rng)
 	s.moved = true
-	if i := firstNonFinite(s.u); i >= 0 {
+	if i := fmath.FirstNonFinite(s.u); i >= 0 {
 		copy(s.u, s.prev)
 		s.moved = false
 		s.m.Init(len(s.u))

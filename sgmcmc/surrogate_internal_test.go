@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
@@ -61,7 +62,7 @@ func TestSurrogateExact(t *testing.T) {
 		none  bool
 	}{{"fitted to the target", 0, false}, {"fitted to a shifted target", 1, false}, {"no surrogate (independence steps from q)", 0, true}} {
 		xs, lps, lw := surrogatePoints(t, q, banana(c.shift), 400)
-		sur, err := fitSurrogate(q, xs, lps, lw, nil)
+		sur, err := surrogate.Fit(q, xs, lps, lw, nil, surFitSeed, surFitStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,13 +122,13 @@ func TestSurrogateFit(t *testing.T) {
 		return lq + 0.3*u[0] - 0.2*u[0]*u[0] + 0.1*u[0]*u[1] - 0.15*u[1]*u[1], nil
 	})
 	xs, lps, lw := surrogatePoints(t, q, quad, 300)
-	sur, err := fitSurrogate(q, xs, lps, lw, nil)
+	sur, err := surrogate.Fit(q, xs, lps, lw, nil, surFitSeed, surFitStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw := *sur
 	raw.Defensive = 0
-	w := newSurWork(2)
+	w := surrogate.NewWork(2)
 	rng := rand.New(rand.NewPCG(7, 8))
 	z := make([]float64, 2)
 	var first float64
@@ -137,7 +138,7 @@ func TestSurrogateFit(t *testing.T) {
 			continue
 		}
 		lp, _ := quad.Grad(context.Background(), nil, u, nil)
-		d := raw.r(u, q.LogDensity(u, z), w) - (lp - q.LogDensity(u, z))
+		d := raw.R(u, q.LogDensity(u, z), w) - (lp - q.LogDensity(u, z))
 		if i == 0 {
 			first = d
 		}
@@ -152,7 +153,7 @@ func TestSurrogateFit(t *testing.T) {
 	const n = 20000
 	for range n {
 		q.Draw(v, s, rng)
-		sum += math.Exp(sur.r(v, q.LogDensity(v, s), w))
+		sum += math.Exp(sur.R(v, q.LogDensity(v, s), w))
 	}
 	t.Logf("E_q[π̃/q] = %.4f over %d draws; holding time %.3f (q: %.3f)", sum/n, n, sur.Hold, sur.HoldProposal)
 	if math.Abs(sum/n-1) > 0.03 {
@@ -219,23 +220,23 @@ func TestSurrogatePriorTail(t *testing.T) {
 	})
 	xs, lps, lw := surrogatePoints(t, q, target, 400)
 	z := make([]float64, 2)
-	w := newSurWork(2)
-	gap := func(sur *Surrogate, u []float64) float64 {
+	w := surrogate.NewWork(2)
+	gap := func(sur *surrogate.Surrogate, u []float64) float64 {
 		lq := q.LogDensity(u, z)
-		lt := math.Log((1-sur.Defensive)*math.Exp(sur.r(u, lq, w)-sur.LogZ)+sur.Defensive) + lq
+		lt := math.Log((1-sur.Defensive)*math.Exp(sur.R(u, lq, w)-sur.LogZ)+sur.Defensive) + lq
 		if sur.Defensive == 0 {
-			lt = sur.r(u, lq, w) + lq
+			lt = sur.R(u, lq, w) + lq
 		}
 		return ridgePrior(u) + ridgeLogLik(u) - lt
 	}
 	worst := map[bool]float64{}
-	var withPrior *Surrogate
+	var withPrior *surrogate.Surrogate
 	for _, prior := range []bool{false, true} {
-		var base *surBase
+		var base *surrogate.Base
 		if prior {
-			base = &surBase{logPrior: ridgePrior, constrain: func(th, u []float64) { th[0], th[1] = 1/(1+math.Exp(-u[0])), u[1] }}
+			base = &surrogate.Base{LogPrior: ridgePrior, Constrain: func(th, u []float64) { th[0], th[1] = 1/(1+math.Exp(-u[0])), u[1] }}
 		}
-		sur, err := fitSurrogate(q, xs, lps, lw, base)
+		sur, err := surrogate.Fit(q, xs, lps, lw, base, surFitSeed, surFitStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +301,7 @@ func TestSurrogatePriorTail(t *testing.T) {
 // independence steps from q) on target for iters iterations from start
 // (chain c's first coordinate shifted by 0.1c) and returns their trace
 // and the transitions' acceptance rate.
-func surrogateChains(t *testing.T, target Estimator, q *tmix.Mixture, sur *Surrogate, start []float64, iters int, seed uint64) (*Trace, float64) {
+func surrogateChains(t *testing.T, target Estimator, q *tmix.Mixture, sur *surrogate.Surrogate, start []float64, iters int, seed uint64) (*Trace, float64) {
 	t.Helper()
 	const chains = 4
 	ms := make([]*mala, chains)

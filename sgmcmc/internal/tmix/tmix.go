@@ -347,3 +347,23 @@ func Cholesky(cov []float64, p int) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// IndependenceRates returns E_x α(x) and E_x 1/α(x) for x weighted by
+// omega, α(x_i) = Σ_j ν_j min(1, w_j/w_i), with the log weights lw = log w
+// (the acceptance rate and the holding time of an independence chain).
+func IndependenceRates(omega, nu, lw []float64) (accept, hold float64) {
+	for i, oi := range omega {
+		if oi == 0 {
+			continue
+		}
+		a := 0.0
+		for j, nj := range nu {
+			if nj > 0 {
+				a += nj * math.Min(1, math.Exp(lw[j]-lw[i]))
+			}
+		}
+		accept += oi * a
+		hold += oi / math.Max(a, 1e-6)
+	}
+	return accept, hold
+}
