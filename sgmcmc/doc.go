@@ -27,7 +27,8 @@
 // be tested on Gaussian targets with exact gradients. Fit, the layer above
 // them, imports the module's packages gradient (the particle gradient
 // estimators), ksd (diagnostics), pf (filters), ssm (models and data) and
-// internal/fmath, and its own internal/tmix.
+// internal/fmath, and its own internal packages tmix, surrogate and
+// linalg.
 //
 // # Step-size convention
 //
@@ -313,17 +314,20 @@
 // autocorrelation time (2 − h)/h), adapt.go (the
 // adaptation windows), isadapt.go (importance sampling for full-data
 // chains), mala.go and surrogate.go (the Metropolis-adjusted chains and
-// their surrogate transitions), discretisation.go and quadfit.go (the
+// when they use surrogate transitions), discretisation.go and quadfit.go (the
 // discretisation correction of an exact scorer such as GARCH's σ² nodes,
 // and the choice of a coarser level), sample.go (planned segments,
-// extensions and the Posterior's warnings), cost.go (counted work),
+// extensions and the Posterior's warnings), segments.go (a checkpointed
+// fit's segments), cost.go (counted work),
 // tailcheck.go (the spread check), posterior.go (Posterior, its summary
 // and KSD), prepfile.go (the preparation's checkpoint), states.go and
 // forecast.go (latent states, forecasts, predictive scores), report.go
 // (the JSON report) and merge.go (summaries of any chains' draws).
 //
 // Shared definitions: streams.go (every random stream and what it
-// drives), thresholds.go (R-hat 1.01 and ESS 400), linalg.go (small
-// matrix functions), internal/tmix (the Student-t mixtures
-// and weighted-sample functions).
+// drives), thresholds.go (R-hat 1.01 and ESS 400), and the internal
+// packages tmix (the Student-t mixtures, weighted-sample functions and
+// independence chains' rates), surrogate (the surrogate π̃ and its
+// transitions) and linalg (small matrix functions and the quadratic fits
+// of the discretisation correction).
 package sgmcmc
