@@ -13,16 +13,26 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
+// prepFormat names the layout of prepFile; a file of another is refused.
+const prepFormat = "pbsgmcmc/sgmcmc preparation v2"
+
+// prepFile is Checkpoint+".prep": the preparation (with the state that
+// Preparation does not report: the surrogate, the importance-sampling
+// points) and the sampling's saved segments, for the fit whose
+// fingerprint it carries.
+type prepFile struct {
+	Format      string
+	Fingerprint string
+	Prep        Preparation
+	Surrogate   *surrogate.Surrogate `json:",omitempty"`
+	Sampling    *ckSampling          `json:",omitempty"`
+	IS          *ckIS                `json:",omitempty"`
+}
+
 // savePreparation writes the preparation next to the checkpoint, so that a
 // resumed fit samples with exactly the same anchor, preconditioner and step.
 func (f *fit) savePreparation() error {
-	b, err := json.Marshal(struct {
-		Fingerprint string
-		Prep        Preparation
-		Surrogate   *surrogate.Surrogate `json:",omitempty"`
-		Sampling    *ckSampling          `json:",omitempty"`
-		IS          *ckIS                `json:",omitempty"`
-	}{f.fingerprint(), f.prep, f.prep.sur, f.ck, f.ckIS()})
+	b, err := json.Marshal(prepFile{prepFormat, f.fingerprint(), f.prep, f.prep.sur, f.ck, f.ckIS()})
 	if err != nil {
 		return err
 	}
@@ -42,19 +52,16 @@ func (f *fit) loadPreparation() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var saved struct {
-		Fingerprint string
-		Prep        Preparation
-		Surrogate   *surrogate.Surrogate
-		Sampling    *ckSampling
-		IS          *ckIS
-	}
+	var saved prepFile
 	body, why := unseal(b)
 	if why != "" {
 		return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, why)
 	}
 	if err := json.Unmarshal(body, &saved); err != nil {
 		return false, damaged(f.s.Checkpoint+".prep", f.s.Checkpoint, err.Error())
+	}
+	if saved.Format != prepFormat {
+		return false, fmt.Errorf("%w: %s.prep is not a preparation of this version (format %q, want %q): %s", ErrCheckpoint, f.s.Checkpoint, saved.Format, prepFormat, cure(f.s.Checkpoint+".prep", f.s.Checkpoint))
 	}
 	if fp := f.fingerprint(); saved.Fingerprint != fp {
 		return false, fmt.Errorf("%w: %s.prep was written by a fit with other data or settings (remove it and %s for a fresh run)",
