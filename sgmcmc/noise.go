@@ -155,7 +155,7 @@ func (f *fit) chooseGradient() error {
 		pr.Gradient = PlainGradient
 		best := pr.CostPlain * (1 + lp)
 		stable := f.step(f.cvKappa()*lc)*pr.LambdaCVTail <= maxTailNoise
-		if c := pr.CostCV * (1 + f.cvKappa()*lc); c < best && stable && (pr.ShiftSD <= 0.25 || f.prepSubset()) {
+		if c := pr.CostCV * (1 + f.cvKappa()*lc); c < best && stable && (pr.ShiftSD <= maxAnchorShift || f.prepSubset()) {
 			pr.Gradient, best = ControlVariateGradient, c
 		}
 		if pr.CostFull > 0 && f.planCost(FullGradient, lp, lc) < f.planCost(pr.Gradient, lp, lc) {

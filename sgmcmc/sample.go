@@ -462,7 +462,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 	if post.Skipped > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d iterations with a non-finite gradient or parameter were skipped", post.Skipped))
 	}
-	if pr.ShiftSD > 0.25 && pr.Gradient == ControlVariateGradient {
+	if pr.ShiftSD > maxAnchorShift && pr.Gradient == ControlVariateGradient {
 		fix := "raise AnchorPasses or N"
 		if f.prepSubset() {
 			fix = fmt.Sprintf("it comes from PrepObs = %d of the %d observations; raise PrepObs or set it to 0", f.s.PrepObs, f.total)

@@ -10,3 +10,9 @@ const (
 	maxRhat = 1.01
 	minESS  = 400
 )
+
+// maxAnchorShift is the largest mean shift (in posterior sds) that the
+// control variate's anchor error may cause (Preparation.ShiftSD): beyond
+// it AutoGradient does not choose the control variate, and a fit that
+// uses it anyway (Gradient set, or PrepObs) warns.
+const maxAnchorShift = 0.25
