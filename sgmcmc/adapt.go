@@ -181,7 +181,7 @@ func (f *fit) adapt(ctx context.Context) error {
 			pr.IAT *= h / pr.StepSize
 		}
 	}
-	pr.Starts, pr.AdaptIterations = starts, total
+	pr.starts, pr.AdaptIterations = starts, total
 	pr.ShiftSD = linalg.MaxAbs(linalg.LTrans(pr.Chol, pr.AnchorSE))
 	return nil
 }

@@ -96,10 +96,10 @@ type Preparation struct {
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (0: not measured)
 	Accept                   float64   // FullGradient: the Langevin (with a Surrogate, random-walk) proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
 	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (after importance sampling, the expected one until the sampling measures it)
-	// Proposal is FullGradient's independence proposal fitted by
+	// proposal is FullGradient's independence proposal fitted by
 	// importance sampling (nil: a Student-t at Mode with scale Chol), and
 	// Independence its share of the steps (0: 0.5).
-	Proposal     []ProposalComponent
+	proposal     []proposalComponent
 	Independence float64
 	// sur, when set, turns the independence steps into surrogate
 	// transitions on π̃ = Proposal·exp(r) (package surrogate). It is
@@ -130,22 +130,23 @@ type Preparation struct {
 	// S and B are the subsequence and buffer lengths the chains use
 	// (FitSettings' after the defaults and the sequences' lengths).
 	S, B int
-	// Jacobian is ∂ĝ_full/∂u at u* (deterministic gradients only), which
+	// jacobian is ∂ĝ_full/∂u at u* (deterministic gradients only), which
 	// makes the control variate second order (gradient.ControlVariate).
-	Jacobian []float64
+	jacobian []float64
 	StepSize float64
 	Seconds  float64 // time the preparation took
-	// After the adaptation: each chain's state, the iterations it took
-	// per chain, and the autocorrelation time measured in its last window.
-	Starts          [][]float64
+	// After the adaptation: each chain's state (starts), the iterations
+	// it took per chain, and the autocorrelation time measured in its last
+	// window.
+	starts          [][]float64
 	AdaptIterations int
 	IAT             float64
 }
 
-// ProposalComponent is one multivariate Student-t (ν = 5) component of
+// proposalComponent is one multivariate Student-t (ν = 5) component of
 // FullGradient's independence proposal: its weight, centre and the lower
 // Cholesky factor (row-major) of its scale matrix, in u.
-type ProposalComponent struct {
+type proposalComponent struct {
 	Weight float64
 	Center []float64
 	Chol   []float64

@@ -153,7 +153,7 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	f.path = fmt.Sprintf("particle filters with N = %d: the %s failed during the %s", f.s.N, what, stage)
 	f.setGrid(pf.Grid{})
 	f.setExact(false)
-	f.prep.Jacobian = nil
+	f.prep.jacobian = nil
 	// The discretisation correction belongs to the exact scorer, and the
 	// coarser model to its cost: particles filter the model as given.
 	f.prep.Discretisation = nil

@@ -58,17 +58,17 @@ const (
 func isDraws(p int) int { return max(64, 25*p) }
 
 // proposalComponents returns q for Preparation.Proposal.
-func proposalComponents(q *tmix.Mixture) []ProposalComponent {
-	out := make([]ProposalComponent, len(q.Weight))
+func proposalComponents(q *tmix.Mixture) []proposalComponent {
+	out := make([]proposalComponent, len(q.Weight))
 	for k := range q.Weight {
-		out[k] = ProposalComponent{Weight: q.Weight[k], Center: q.Center[k], Chol: q.Chol[k]}
+		out[k] = proposalComponent{Weight: q.Weight[k], Center: q.Center[k], Chol: q.Chol[k]}
 	}
 	return out
 }
 
 // mixtureOf returns the mixture of Preparation.Proposal's components, or
 // nil when there are none.
-func mixtureOf(cs []ProposalComponent) *tmix.Mixture {
+func mixtureOf(cs []proposalComponent) *tmix.Mixture {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -226,7 +226,7 @@ func (f *fit) targetLaplace() (mode, chol []float64) {
 // π-invariant.
 func (f *fit) refitProposal(us, lps [][]float64) (q *tmix.Mixture, hold, old float64) {
 	p := f.dim
-	cur := mixtureOf(f.prep.Proposal)
+	cur := mixtureOf(f.prep.proposal)
 	n := 0
 	for _, l := range lps {
 		n += len(l)
@@ -431,8 +431,8 @@ func (f *fit) useIS(res *isResult) {
 	if res.chol != nil {
 		pr.Chol = res.chol // the Langevin steps' metric
 	}
-	pr.Proposal = proposalComponents(res.proposal)
-	pr.Starts = res.starts
+	pr.proposal = proposalComponents(res.proposal)
+	pr.starts = res.starts
 	pr.AdaptIterations = (res.evals + f.s.Chains - 1) / f.s.Chains
 	f.setSurrogate(res.sur)
 	pr.Accept, pr.AcceptIndependent = 0, res.accept // no Langevin step yet

@@ -92,7 +92,7 @@ func TestRefitProposal(t *testing.T) {
 	// Mean (0, 0.5), covariance diag(1, 0.5 + 0.09).
 	cur := tmix.New([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1, 0, 0, math.Sqrt(0.59)}})
 	f := &fit{dim: 2, log: t.Logf}
-	f.prep.Proposal = proposalComponents(cur)
+	f.prep.proposal = proposalComponents(cur)
 	q, _, _ := f.refitProposal(us, lps)
 	if q == nil {
 		t.Fatal("refitProposal kept the single t")

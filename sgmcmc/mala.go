@@ -469,12 +469,12 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				record(err)
 				return nil
 			}
-			ind := mixtureOf(pr.Proposal)
+			ind := mixtureOf(pr.proposal)
 			if ind == nil {
 				ind = tmix.New([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
 			}
 			chains[c] = newMALA(est, pr.Chol, ind, f.dim)
-			if pr.sur.Valid(f.dim) && pr.Proposal != nil {
+			if pr.sur.Valid(f.dim) && pr.proposal != nil {
 				chains[c].sur = pr.sur
 			}
 			if pr.Independence > 0 {

@@ -112,7 +112,7 @@ func (f *fit) fullClearlyCheaper() bool {
 func (f *fit) tailNoise(ctx context.Context) error {
 	pr := &f.prep
 	pr.LambdaCVTail = 0
-	if f.s.Gradient != AutoGradient || !f.deterministic() || pr.Jacobian == nil {
+	if f.s.Gradient != AutoGradient || !f.deterministic() || pr.jacobian == nil {
 		return nil
 	}
 	p := f.dim

@@ -161,7 +161,7 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 			return err
 		}
 	}
-	f.prep = Preparation{Mode: u, Chol: l, Hessian: linalg.SymData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, Jacobian: jac, S: f.gset.S, B: f.gset.B,
+	f.prep = Preparation{Mode: u, Chol: l, Hessian: linalg.SymData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, jacobian: jac, S: f.gset.S, B: f.gset.B,
 		Passes: t.passes, ShiftSD: linalg.MaxAbs(linalg.LTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback, Path: f.path}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, linalg.MaxAbs(linalg.LTrans(l, corrSE)))
@@ -334,7 +334,7 @@ func forwardDiff(cols [][]float64, p int) []float64 {
 // gradient: g_S(u) and g_S(u*), and the second-order term's g_S at a
 // point near u* when there is a Jacobian (ControlVariate.Difference).
 func (f *fit) cvFilters() float64 {
-	if f.prep.Jacobian != nil {
+	if f.prep.jacobian != nil {
 		return 3
 	}
 	return 2
@@ -346,8 +346,8 @@ func (f *fit) newCV(est *gradient.Estimator) (*gradient.ControlVariate, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pr.Jacobian != nil {
-		if err := cv.SetJacobian(pr.Jacobian); err != nil {
+	if pr.jacobian != nil {
+		if err := cv.SetJacobian(pr.jacobian); err != nil {
 			return nil, err
 		}
 	}

@@ -24,15 +24,20 @@ type prepFile struct {
 	Format      string
 	Fingerprint string
 	Prep        Preparation
-	Surrogate   *surrogate.Surrogate `json:",omitempty"`
-	Sampling    *ckSampling          `json:",omitempty"`
-	IS          *ckIS                `json:",omitempty"`
+	// The preparation's state that it does not report.
+	Proposal  []proposalComponent  `json:",omitempty"`
+	Jacobian  []float64            `json:",omitempty"`
+	Starts    [][]float64          `json:",omitempty"`
+	Surrogate *surrogate.Surrogate `json:",omitempty"`
+	Sampling  *ckSampling          `json:",omitempty"`
+	IS        *ckIS                `json:",omitempty"`
 }
 
 // savePreparation writes the preparation next to the checkpoint, so that a
 // resumed fit samples with exactly the same anchor, preconditioner and step.
 func (f *fit) savePreparation() error {
-	b, err := json.Marshal(prepFile{prepFormat, f.fingerprint(), f.prep, f.prep.sur, f.ck, f.ckIS()})
+	b, err := json.Marshal(prepFile{Format: prepFormat, Fingerprint: f.fingerprint(), Prep: f.prep,
+		Proposal: f.prep.proposal, Jacobian: f.prep.jacobian, Starts: f.prep.starts, Surrogate: f.prep.sur, Sampling: f.ck, IS: f.ckIS()})
 	if err != nil {
 		return err
 	}
@@ -71,10 +76,11 @@ func (f *fit) loadPreparation() (bool, error) {
 	saved.Surrogate.Bind(f.surBase())
 	if len(saved.Prep.Mode) != p || len(saved.Prep.Chol) != p*p || len(saved.Prep.Anchor) != p ||
 		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p || !saved.Prep.Discretisation.valid(p) ||
-		saved.Surrogate != nil && !saved.Surrogate.Valid(p) {
+		saved.Surrogate != nil && !saved.Surrogate.Valid(p) || !saved.stateValid(p, f.s.Chains) {
 		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
 	}
 	f.prep = saved.Prep
+	f.prep.proposal, f.prep.jacobian, f.prep.starts = saved.Proposal, saved.Jacobian, saved.Starts
 	f.prep.sur = saved.Surrogate
 	f.ck = saved.Sampling
 	if is := saved.IS; is != nil {
@@ -201,4 +207,23 @@ func (f *fit) fingerprint() string {
 	return fmt.Sprintf("%s|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d",
 		modelKey(f.user), h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
 		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init, s.PrepObs)
+}
+
+// stateValid reports whether the saved proposal, Jacobian and chains'
+// starts fit p parameters and the given chains (each may be absent).
+func (pf *prepFile) stateValid(p, chains int) bool {
+	for _, c := range pf.Proposal {
+		if len(c.Center) != p || len(c.Chol) != p*p || !(c.Weight > 0) {
+			return false
+		}
+	}
+	if pf.Jacobian != nil && len(pf.Jacobian) != p*p || pf.Starts != nil && len(pf.Starts) != chains {
+		return false
+	}
+	for _, u := range pf.Starts {
+		if len(u) != p {
+			return false
+		}
+	}
+	return true
 }

@@ -120,7 +120,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 // checkpoint) already holds the chains' starts.
 func (f *fit) ensureAdapted(ctx context.Context) error {
 	pr := &f.prep
-	if pr.Starts != nil {
+	if pr.starts != nil {
 		return nil
 	}
 	err := f.adapt(ctx)
@@ -159,7 +159,7 @@ func (f *fit) planSampling() *sampling {
 		}
 		s.iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
 		s.iters = min(s.iters, 50000)
-		if pr.Gradient == FullGradient && pr.Proposal != nil {
+		if pr.Gradient == FullGradient && pr.proposal != nil {
 			// A short first segment: the proposal is refitted to its
 			// draws (refitProposal) before the rest, which may take one
 			// more extension.
@@ -173,7 +173,7 @@ func (f *fit) planSampling() *sampling {
 	if f.s.Recorder != nil {
 		s.user = &segmented{r: f.s.Recorder}
 	}
-	s.starts = pr.Starts
+	s.starts = pr.starts
 	post := &Posterior{Names: s.names, Dim: f.dim, Preparation: f.prep, BurnIn: pr.AdaptIterations, Thin: f.s.Thin, resumed: f.resumed}
 	post.model, post.data = f.user, f.data
 	post.U = make([][]float64, f.s.Chains)
@@ -602,11 +602,11 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, l
 	}
 	iat := float64(kept) / math.Max(ess, 1)
 	gain := 1.0 // the refitted proposal's autocorrelation time over the old one's
-	if retarget != nil && pr.Proposal != nil {
+	if retarget != nil && pr.proposal != nil {
 		q, hold, old := f.refitProposal(post.U, logPost)
 		if q != nil {
-			pr.Proposal = proposalComponents(q)
-			post.Preparation.Proposal = pr.Proposal
+			pr.proposal = proposalComponents(q)
+			post.Preparation.proposal = pr.proposal
 			gain = math.Min(1, (2*hold-1)/(2*old-1))
 		}
 		if pr.sur != nil || f.isPts.xs != nil {
@@ -614,7 +614,7 @@ func (f *fit) fullExtension(post *Posterior, logPost [][]float64, ess float64, l
 			post.Preparation.sur, post.Preparation.SurrogateHold = pr.sur, pr.SurrogateHold
 			post.Preparation.Independence = pr.Independence
 		}
-		retarget(mixtureOf(pr.Proposal), pr.sur, pr.Independence)
+		retarget(mixtureOf(pr.proposal), pr.sur, pr.Independence)
 	}
 	iat *= gain
 	pr.IAT, post.Preparation.IAT = iat, iat

@@ -47,7 +47,7 @@ func (f *fit) chooseSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64
 // weighing half: the draws cover π's tails in proportion, where the
 // rounds' points are few.
 func (f *fit) refitSurrogate(us, lps [][]float64) *surrogate.Surrogate {
-	q := mixtureOf(f.prep.Proposal)
+	q := mixtureOf(f.prep.proposal)
 	if q == nil {
 		return nil
 	}
