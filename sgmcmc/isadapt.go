@@ -57,7 +57,7 @@ const (
 // isDraws is the number of points per round for p parameters.
 func isDraws(p int) int { return max(64, 25*p) }
 
-// proposalComponents returns q for Preparation.Proposal.
+// proposalComponents returns q for Preparation.proposal.
 func proposalComponents(q *tmix.Mixture) []proposalComponent {
 	out := make([]proposalComponent, len(q.Weight))
 	for k := range q.Weight {
@@ -66,7 +66,7 @@ func proposalComponents(q *tmix.Mixture) []proposalComponent {
 	return out
 }
 
-// mixtureOf returns the mixture of Preparation.Proposal's components, or
+// mixtureOf returns the mixture of Preparation.proposal's components, or
 // nil when there are none.
 func mixtureOf(cs []proposalComponent) *tmix.Mixture {
 	if len(cs) == 0 {

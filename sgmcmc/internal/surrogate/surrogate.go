@@ -65,7 +65,7 @@ import (
 // one log posterior without gradient per step, as an independence step.
 
 // Surrogate is a fitted π̃ relative to the independence proposal it was
-// fitted with (Preparation.Proposal).
+// fitted with (sgmcmc.Fit's independence proposal).
 type Surrogate struct {
 	// PriorBase: the quadratic and the Gaussian process model
 	// log π − log p in the natural parameters θ, the prior p evaluated
