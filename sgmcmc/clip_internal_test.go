@@ -1,6 +1,7 @@
 package sgmcmc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/models"
 )
 
 // TestClippedStepsCounted: a 1-D standard normal posterior with gradient
@@ -148,5 +150,36 @@ func TestStayCheckLastSegment(t *testing.T) {
 		if s.stuck != (stay == 40) || s.stay != stay || s.stayChain != 1 && stay == 40 {
 			t.Errorf("stay %d in the last segment: stuck %v, longest stay %d in chain %d", stay, s.stuck, s.stay, s.stayChain)
 		}
+	}
+}
+
+// TestSpreadCheckUnequalChains: chains cut by a time budget differ in
+// length; the spread check reads the same number of draws from each
+// (it used to panic in ksd.BulkESS with "chains have unequal lengths",
+// which ended a fit of exact zeros under -time 4m after four minutes).
+func TestSpreadCheckUnequalChains(t *testing.T) {
+	f, err := newFit(models.LGSSM{}, lgssmSimInternal(t), FitSettings{Exact: true, Gradient: FullGradient, Seed: 1, KSDDraws: -1, WarmUp: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := f.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	us := make([][]float64, 4)
+	for c, n := range []int{300, 250, 0, 280} {
+		for range n {
+			for j := range f.dim {
+				us[c] = append(us[c], f.prep.Mode[j]+0.05*rng.NormFloat64())
+			}
+		}
+	}
+	r, err := f.spreadCheck(ctx, us, 400, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ratio) != f.dim || math.IsNaN(r.ratio[0]) {
+		t.Errorf("spread check on unequal chains: %+v", r)
 	}
 }

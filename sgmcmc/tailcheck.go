@@ -74,6 +74,21 @@ func (f *fit) spreadDraws() int {
 // p numbers per draw) with n log posteriors (spreadDraws).
 func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uint64) (*spreadResult, error) {
 	p := f.dim
+	// Chains cut by a time budget or an interrupt differ in length: the
+	// check reads the same number of draws from each (ESS needs it),
+	// leaving out chains with none.
+	n0 := math.MaxInt
+	var kept [][]float64
+	for _, u := range us {
+		if k := len(u) / p; k > 0 {
+			n0 = min(n0, k)
+			kept = append(kept, u)
+		}
+	}
+	us = kept
+	for c := range us {
+		us[c] = us[c][:n0*p]
+	}
 	var all [][]float64
 	cols := make([][][]float64, p) // per parameter, per chain
 	for j := range cols {
