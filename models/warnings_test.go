@@ -171,8 +171,9 @@ func BenchmarkDataWarnings(b *testing.B) {
 // TestCheckData: CheckData splits DataWarnings' sentences into warnings and
 // an error wrapping ssm.ErrData. Under a default prior, a scale outside
 // [0.1, 10] (with the cure in the units it suggests) and levels are the
-// error; a prior of one's own, the GARCH variance bound, zeros and gross
-// outliers leave warnings only.
+// error; under the SVM 12% or more exact zeros are too; a prior of one's
+// own, the GARCH variance bound, fewer zeros and gross outliers leave
+// warnings only.
 func TestCheckData(t *testing.T) {
 	seq := dataset
 	own := models.DefaultSVMPrior()
@@ -196,6 +197,11 @@ func TestCheckData(t *testing.T) {
 		{"fractions, own prior", models.SVM{Prior: own}, seq([]float64{0.01, -0.01, 0.005}), 0, ""},
 		{"GARCH variance", models.GARCH{}, seq([]float64{2, -2}, []float64{1.5, -1.5}), 1, ""},
 		{"SVM zeros", models.SVM{}, seq(zeroEvery(10, 200)), 1, ""},
+		// From 12% zeros the SVM's posterior has no mode the chains stay
+		// near: the fit stops at once, whatever the prior.
+		{"SVM 14% zeros", models.SVM{Prior: own}, seq(zeroEvery(7, 210)), 0, "30 of 210 observed values (14.3%) are exactly 0"},
+		{"SVM 14% zeros: why", models.SVM{}, seq(zeroEvery(7, 210)), 0, "before minutes of sampling a posterior that has no mode to find"},
+		{"SVM 11% zeros", models.SVM{}, seq(zeroEvery(9, 207)), 1, ""},
 		{"outlier", models.SVM{}, seq(outlier), 1, ""},
 		{"unit scale", models.SVM{}, seq([]float64{1, -1, 0.5, -0.5}), 0, ""},
 	} {

@@ -181,7 +181,8 @@ type proposalComponent struct {
 //     first when the model checks them (ssm.DataChecker: the shipped
 //     models warn about constant data, gross outliers and zeros under the
 //     SVM, and stop the fit before step 1 at data their default priors
-//     cannot describe: a scale they do not expect, prices for returns).
+//     cannot describe: a scale they do not expect, prices for returns,
+//     12% or more exact zeros under the SVM).
 //
 // The error is non-nil only when no posterior can be reported; problems
 // that leave draws (chains stopped, budget exhausted) become warnings. It
