@@ -20,6 +20,9 @@ import (
 // against 388). An interrupt in any segment resumes to the same draws and
 // the same trace rows.
 func TestCheckpointSegments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("eleven whole fits: long test")
+	}
 	data := lgssmSim(t)
 	m := models.LGSSM{}
 	set := sgmcmc.FitSettings{Exact: true, Gradient: sgmcmc.FullGradient, Seed: 3, Chains: 2, AdaptWindow: 200,

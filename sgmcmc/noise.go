@@ -213,10 +213,13 @@ func (f *fit) costFull() float64 {
 func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 	pr := &f.prep
 	chains, ess := float64(f.s.Chains), float64(f.s.TargetESS)
+	// The same effective draws for every estimator, also when Iterations
+	// fixes the run's length: compared at equal iterations SGLD looked
+	// cheaper, and the LGSSM on the S&P 500 with Iterations 2,000 ran
+	// control-variate SGLD chains with R-hat 2.65 and sds 0.25–0.55 of
+	// the Kalman posterior's (warned), where the full-data chains the
+	// planned run takes are within 0.1.
 	sampling := func(iat, least float64) float64 {
-		if f.s.Iterations > 0 {
-			return float64(f.s.Iterations)
-		}
 		return math.Max(least, 1.25*ess*iat/chains)
 	}
 	if g == FullGradient {
