@@ -103,7 +103,8 @@ type problem struct {
 // SVM fit. Measured on the DAX returns (examples/fit, seed 1, -time 4m):
 // 5% and 10% zeros, evenly spaced or at random, fitted in 28–32 s with
 // R-hat ≤ 1.009, sigma 0.75–3.2 posterior sds above the clean fit's;
-// every 7th value 0 (14.3%) sampled for four minutes with R-hat 1.9 as
+// (a second random set of 10%: tau −1.2 sd, sigma −0.4); every 7th value
+// 0 (14.3%) sampled for four minutes with R-hat 1.9 as
 // the chains left the local mode; 15% at random fitted a local mode in
 // 38 s; 30% either way stopped after 45–52 s of Newton steps with no mode.
 const svmZerosStop = 0.12
@@ -308,7 +309,8 @@ func svmZeros(zeros int, n float64) string {
 	}
 	return fmt.Sprintf("%d of %.0f observed values (%.1f%%) are exactly 0 (rounded prices, stale quotes, closed markets?): under the SVM "+
 		"a zero's density grows without bound as the volatility goes to 0, so each pulls sigma up and phi down, and the fit finds the "+
-		"local mode near the data's; on the DAX returns 2%% zeros moved sigma by 0.4 posterior sd, 5%% by 0.8-1.2 and 10%% by 1.6-3.2; "+
+		"local mode near the data's; on the DAX returns 2%% zeros moved sigma by 0.4 posterior sd, 5%% moved a parameter by 0.6-1.3 sd "+
+		"and 10%% by 1.2-3.2; "+
 		"if they are not real returns, code them as missing (NA), or fit a model with observation noise (GARCH, LGSSM)",
 		zeros, n, 100*share)
 }
