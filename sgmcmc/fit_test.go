@@ -582,10 +582,9 @@ func TestFitKSDExactScores(t *testing.T) {
 }
 
 // TestFitNoModeZeros: exact zeros under the SVM make the posterior
-// improper (the likelihood grows like exp(zeros·σ²/8)); with 30% of them
-// the preparation's Newton steps run to ever wider state ranges, and Fit
-// stops with ErrNoMode naming the zeros, where it used to sample for more
-// than ten minutes without an answer. 10% zeros keep a local mode and fit.
+// improper (the likelihood grows like exp(zeros·σ²/8)). With 30% of them
+// the SVM's data check stops the fit at once, naming the zeros
+// (ssm.ErrData), where it used to sample for more than ten minutes.
 func TestFitNoModeZeros(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s")
@@ -597,9 +596,10 @@ func TestFitNoModeZeros(t *testing.T) {
 		}
 	}
 	data := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}}
-	_, err := sgmcmc.Fit(context.Background(), models.SVM{}, data, sgmcmc.FitSettings{Seed: 1, Iterations: 20, KSDDraws: -1})
-	if !errors.Is(err, sgmcmc.ErrNoMode) || !strings.Contains(err.Error(), "180 of 600 observed values (30.0%) are exactly 0") {
-		t.Fatalf("30%% zeros: error %v; want ErrNoMode naming the zeros", err)
+	set := sgmcmc.FitSettings{Seed: 1, Iterations: 20, KSDDraws: -1}
+	_, err := sgmcmc.Fit(context.Background(), models.SVM{}, data, set)
+	if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "180 of 600 observed values (30.0%) are exactly 0") {
+		t.Errorf("30%% zeros: error %v; want the data check's ssm.ErrData naming the zeros", err)
 	}
 	t.Log(err)
 }
