@@ -18,10 +18,10 @@ import (
 // discretisation correction when there is one.
 func (f *fit) estimator() (Estimator, error) {
 	est, err := f.baseEstimator()
-	if err != nil || f.prep.Discretisation == nil {
+	if err != nil || f.prep.dc == nil {
 		return est, err
 	}
-	return newDiscretised(est, f.prep.Discretisation), nil
+	return newDiscretised(est, f.prep.dc), nil
 }
 
 // baseEstimator returns a fresh estimator of the chosen kind.

@@ -66,7 +66,7 @@ func (d *checkpointData) matches(dim int, s *Settings) error {
 func (ch *chain) state() (chainState, error) {
 	s := ch.s
 	st := chainState{Iter: s.k, Elapsed: ch.res.Elapsed, Status: ch.res.Status,
-		Kept: ch.res.Kept, Skipped: ch.res.Skipped, U: appendFloats(nil, s.u...)}
+		Kept: ch.res.Kept, Skipped: ch.res.Skipped, U: fmath.AppendFloats(nil, s.u...)}
 	var err error
 	if st.RNG, err = ch.pcg.MarshalBinary(); err != nil {
 		return st, err
@@ -99,7 +99,7 @@ func (ch *chain) restore(st *chainState) error {
 	if len(st.U) != 8*len(s.u) {
 		return errors.New("parameter has the wrong length")
 	}
-	readFloats(s.u, st.U)
+	fmath.ReadFloats(s.u, st.U)
 	if i := fmath.FirstNonFinite(s.u); i >= 0 {
 		return fmt.Errorf("checkpointed u[%d] = %v", i, s.u[i])
 	}

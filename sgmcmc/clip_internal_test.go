@@ -2,13 +2,10 @@ package sgmcmc
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 )
 
@@ -35,20 +32,11 @@ func TestClippedStepsCounted(t *testing.T) {
 	}
 }
 
-// TestGridEdgeCounted: a proposal whose window's grid does not cover the
-// filter's mass (gradient.GridEdgeError, possibly wrapped) is refused and
-// counted, other errors are refused and not counted, and the fit warns
-// once the refusals exceed 0.1% of the proposals, the chains' and
-// importance sampling's together.
+// TestGridEdgeCounted: the fit warns once the proposals refused at a
+// grid's edge (counted by the chains' kernels, mh.TestRefusedCounted)
+// exceed 0.1% of the proposals, the chains' and importance sampling's
+// together.
 func TestGridEdgeCounted(t *testing.T) {
-	m := &mala{}
-	edgeErr := fmt.Errorf("window 3: %w", &gradient.GridEdgeError{Edge: 2e-4})
-	if !m.refused(edgeErr) || !m.refused(errors.New("filter failed")) || m.refused(nil) {
-		t.Fatal("refused: want true for any error, false for nil")
-	}
-	if m.edge != 1 {
-		t.Errorf("edge = %d after one grid-edge error and one other, want 1", m.edge)
-	}
 	for _, c := range []struct {
 		is, chains [2]int
 		warn       bool
@@ -81,7 +69,7 @@ func TestResidualCheck(t *testing.T) {
 		logw[i] = 0.3*v + 0.1*v*v
 		used[i] = i
 	}
-	dc := &Discretisation{}
+	dc := &discretisation{}
 	residualShift(dc, used, logw, x)
 	for j := range 2 {
 		sw, mw, mp := 0.0, 0.0, 0.0
@@ -118,7 +106,7 @@ func TestResidualCheck(t *testing.T) {
 		{0.19, 0.05, 1, 0.02, true},   // what the 0.2 sd rule let pass
 		{0.05, 0.05, 0.8, 0.05, true}, // an sd the means-only check ignored
 	} {
-		dc := &Discretisation{Residual: []float64{c.r}, ResidualSE: []float64{c.se}, ResidualSD: []float64{c.sd}, ResidualSDSE: []float64{c.sdse}}
+		dc := &discretisation{DiscretisationReport: DiscretisationReport{Residual: []float64{c.r}, ResidualSE: []float64{c.se}, ResidualSD: []float64{c.sd}, ResidualSDSE: []float64{c.sdse}}}
 		if got := residualWarning(dc, names) != ""; got != c.warn {
 			t.Errorf("residual %v ± %v, sd ratio %v ± %v: warning %v, want %v", c.r, c.se, c.sd, c.sdse, got, c.warn)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
-// Discretisation models the difference r = ℓ_refined − ℓ between a
+// discretisation models the difference r = ℓ_refined − ℓ between a
 // model's finer log-likelihood (ssm.RefinedScorer) and the chains' exact
 // scorer near the mode as a quadratic in the whitened coordinates
 // z = L⁻¹(u − u*): r ≈ r(u*) + Σ_k a_k z_k + ½ b_k z_k², with
@@ -22,8 +22,10 @@ import (
 // scorer's posterior times exp(Σ_k a_k z_k + ½ b_k z_k²): the finer
 // scorer's, to second order along each axis, at the coarse one's cost (a
 // control variate for the discretisation). A curvature |b_k| > 0.5 is not
-// applied (the Posterior warns).
-type Discretisation struct {
+// applied (the Posterior warns). What it did is reported through its
+// DiscretisationReport (Preparation.Discretisation); the rest is the
+// chains' machinery, saved with a checkpoint's preparation.
+type discretisation struct {
 	// Mode and Chol are the centre uc and the row-major lower L of the
 	// correction, z = L⁻¹(u − uc): the preparation's mode u* and L (the
 	// adaptation may change Preparation's).
@@ -35,9 +37,8 @@ type Discretisation struct {
 	// Cross, when set, is the full curvature B (p×p, row-major) of a
 	// correction a·z + ½ zᵀBz (+ Cubic) fitted by least squares to a
 	// Coarse model's design (3 + 4p + p(p−1) whitened points out to 3 sds
-	// along the axes); Curve is then B's
-	// diagonal, for the record, and B is applied as it is (it was
-	// validated).
+	// along the axes); Curve is then B's diagonal, for the record, and B
+	// is applied as it is (it was validated).
 	Cross []float64 `json:"cross,omitempty"`
 	// Cubic, when set with Cross, adds Σ_k d_k z_k³ to the correction
 	// (fitted with it on points out to 3 sds along the axes).
@@ -47,29 +48,39 @@ type Discretisation struct {
 	// N(u* + shift, C Cᵀ), C = L diag((1 − b_k)^(−1/2)), at which the
 	// first importance-sampling proposal is centred.
 	TargetChol []float64 `json:"target_chol,omitempty"`
+	DiscretisationReport
+}
+
+// DiscretisationReport says what the correction towards a model's finer
+// scorer did, for a model whose exact scorer is exact only up to a
+// discretisation (ssm.RefinedScorer, such as GARCH's σ² nodes): the
+// chains sample the exact scorer's posterior times a quadratic (and, at a
+// coarser level, cubic) correction fitted to the difference of the two
+// log-likelihoods near the mode, which moves the target to the finer
+// scorer's posterior (see the package documentation).
+type DiscretisationReport struct {
 	// Level is the number of ssm.Coarsener steps from the user's model
 	// to the chains' (0 with Coarse means 1, as written before levels).
 	Level int `json:"level,omitempty"`
 	// Shift is how far the correction moves the posterior mean of each u
-	// coordinate, in its posterior sds, for a Gaussian posterior:
-	// L (a_k/(1 − b_k))_k, divided by the sds. Above 1 sd the Posterior
-	// warns: the correction then rests on a quadratic model of a large
-	// difference.
+	// coordinate, in its posterior sds, for a Gaussian posterior. Above
+	// 1 sd the Posterior warns: the correction then rests on a quadratic
+	// model of a large difference.
 	Shift []float64 `json:"shift"`
 	// Coarse reports that the chains use one of the model's coarser
 	// discretisations (ssm.Coarsener; Level says which): the coarsest
-	// whose fitted correction holds (see the package documentation).
+	// whose fitted correction holds.
 	Coarse bool `json:"coarse,omitempty"`
 	// Residual checks the correction after sampling, when it moves a mean
 	// by more than 0.1 sd or is Coarse: evenly thinned draws (Draws) are
 	// importance-weighted from the chains' target to the finer scorer's
-	// posterior (log w = ℓ_refined − ℓ − correction), and Residual is how
-	// far that moves each natural parameter's mean, in its posterior sds,
-	// with ResidualSE its delta-method standard error; ResidualSD is the
-	// ratio of each weighted sd to the chains' and ResidualSDSE its
-	// standard error. The Posterior warns when a mean moves by more than
-	// 0.1 sd or an sd by more than 10%, beyond the 95% band of the
-	// check's own Monte Carlo error. Nil when not checked.
+	// posterior, and Residual is how far that moves each natural
+	// parameter's mean, in its posterior sds, with ResidualSE its
+	// delta-method standard error; ResidualSD is the ratio of each
+	// weighted sd to the chains' and ResidualSDSE its standard error. The
+	// Posterior warns when a mean moves by more than 0.1 sd or an sd by
+	// more than 10%, beyond the 95% band of the check's own Monte Carlo
+	// error. Nil when not checked.
 	Residual     []float64 `json:"residual,omitempty"`
 	ResidualSE   []float64 `json:"residual_se,omitempty"`
 	ResidualSD   []float64 `json:"residual_sd,omitempty"`
@@ -79,9 +90,19 @@ type Discretisation struct {
 	Draws int `json:"draws,omitempty"`
 }
 
+// Discretisation reports the correction the chains apply towards a
+// model's finer scorer, for a model whose exact scorer is exact only up to
+// a discretisation (ssm.RefinedScorer); nil when there is none.
+func (p *Preparation) Discretisation() *DiscretisationReport {
+	if p.dc == nil {
+		return nil
+	}
+	return &p.dc.DiscretisationReport
+}
+
 // valid reports whether d is nil or has the dimensions of p parameters
 // with finite entries (a checkpoint's, read back).
-func (d *Discretisation) valid(p int) bool {
+func (d *discretisation) valid(p int) bool {
 	if d == nil {
 		return true
 	}
@@ -132,7 +153,7 @@ const (
 
 // residualWarning returns the warning for a discretisation check whose
 // weights move a mean or an sd beyond the bounds ("" for none).
-func residualWarning(dc *Discretisation, names []string) string {
+func residualWarning(dc *discretisation, names []string) string {
 	for k, r := range dc.Residual {
 		if math.Abs(r) > discretisationMaxResidual && math.Abs(r) > discretisationBand*dc.ResidualSE[k] {
 			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; refine the scorer (GARCH: Nodes)",
@@ -148,7 +169,7 @@ func residualWarning(dc *Discretisation, names []string) string {
 	return ""
 }
 
-// checkDiscretisation sets Preparation.Discretisation when the
+// checkDiscretisation sets the preparation's correction when the
 // estimators use the model's exact scorer and it is an ssm.RefinedScorer:
 // for the model as given, both discretisations' full-data
 // log-likelihoods at u* and u* ± L e_k, on the workers (a diagonal
@@ -175,7 +196,7 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	f.prep.Discretisation = dc
+	f.prep.dc = dc
 	f.log("discretisation correction (the model's finer scorer at the mode and ± one sd): tilt %.3f, curvature %.3f per whitened axis; it moves the posterior mean by %.2f posterior sds (per coordinate of u)", dc.Tilt, dc.Curve, dc.Shift)
 	return false, nil
 }
@@ -183,7 +204,7 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 // measureDiscretisation measures the correction around the mode uc:
 // both scorers' full-data log-likelihoods at uc and uc ± L e_k, on the
 // workers.
-func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs ssm.RefinedScorer, uc, l []float64) (*Discretisation, error) {
+func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs ssm.RefinedScorer, uc, l []float64) (*discretisation, error) {
 	p := f.dim
 	pts := make([][]float64, 2*p+1)
 	for k := range p {
@@ -279,7 +300,7 @@ func correctedMode(tilt, curve []float64) []float64 {
 // newDiscretisation fits the correction's quadratic to r = fine − base at
 // pts = (u0 + L e_1, u0 − L e_1, …, u0), centred at the mode u0 of the
 // chains' posterior N(u0, L Lᵀ), for the shift of its mean.
-func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*Discretisation, error) {
+func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*discretisation, error) {
 	p := len(u0)
 	r := make([]float64, len(pts))
 	for i := range r {
@@ -297,7 +318,7 @@ func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*Discretis
 	for i, sd := range cholSD(l, p) {
 		shift[i] /= sd
 	}
-	return &Discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: tilt, Curve: curve, Shift: shift}, nil
+	return &discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: tilt, Curve: curve, DiscretisationReport: DiscretisationReport{Shift: shift}}, nil
 }
 
 // discretisationDraws is the number of draws at which the correction is
@@ -307,7 +328,7 @@ const discretisationDraws = 24
 // checkResidual sets Discretisation.Residual from post's draws: both
 // scorers at discretisationDraws evenly thinned draws, on the workers.
 func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
-	dc := f.prep.Discretisation
+	dc := f.prep.dc
 	if _, v := argMaxAbs(dc.Shift); v <= 0.1 && !dc.Coarse {
 		return nil
 	}
@@ -398,7 +419,7 @@ const (
 // residualShift sets dc.Residual and dc.ResidualSE from the draws used
 // (indices into logw, their log weights, and x, their standardised
 // natural parameters) and returns the weights' ESS.
-func residualShift(dc *Discretisation, used []int, logw []float64, x [][]float64) float64 {
+func residualShift(dc *discretisation, used []int, logw []float64, x [][]float64) float64 {
 	K, d := len(used), len(x[0])
 	lw := make([]float64, K)
 	for k, i := range used {
@@ -466,7 +487,7 @@ type discretised struct {
 	z, v, gs, g []float64 // scratch
 }
 
-func newDiscretised(est Estimator, dc *Discretisation) *discretised {
+func newDiscretised(est Estimator, dc *discretisation) *discretised {
 	p := len(dc.Mode)
 	b := slices.Clone(dc.Cross)
 	if b == nil {

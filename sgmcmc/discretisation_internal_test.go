@@ -79,10 +79,10 @@ func TestDiscretisationCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		l, p := f.prep.Chol, f.dim
-		if f.prep.Discretisation == nil {
+		if f.prep.dc == nil {
 			t.Fatalf("c = %v: no discretisation correction", c)
 		}
-		got := f.prep.Discretisation.Shift
+		got := f.prep.dc.Shift
 		if len(got) != p {
 			t.Fatalf("c = %v: DiscretisationShift %v", c, got)
 		}
@@ -132,7 +132,7 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	// level's correction moves the target by less than 0.5 sd (0.36 in
 	// λ), and the 24-node level's fits to about 0.033 nats; the chains'
 	// model scores as GARCH at 24 nodes.
-	dc := f.prep.Discretisation
+	dc := f.prep.dc
 	_, mx := argMaxAbs(dc.Shift)
 	t.Logf("GARCH on DAX: coarse %v, level %d, shift %.4f sd, model %+v", dc.Coarse, dc.Level, dc.Shift, f.model)
 	seq := f.data.Sequences[0]
@@ -144,8 +144,8 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	}
 	// A fall-back to particle filters drops the correction and the
 	// coarser model: both belong to the exact scorer.
-	if !f.toParticles(context.Background(), errors.New("boom"), "adaptation") || f.prep.Discretisation != nil || f.model != f.user {
-		t.Errorf("after toParticles: correction %+v, chains' model %+v; want none and the user's", f.prep.Discretisation, f.model)
+	if !f.toParticles(context.Background(), errors.New("boom"), "adaptation") || f.prep.dc != nil || f.model != f.user {
+		t.Errorf("after toParticles: correction %+v, chains' model %+v; want none and the user's", f.prep.dc, f.model)
 	}
 }
 
@@ -233,7 +233,7 @@ func TestCoarser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dc := pa.Preparation.Discretisation
+		dc := pa.Preparation.dc
 		t.Logf("%s: coarse %v, level %d, shift %.3f, residual %.3f ± %.3f", c.name, dc.Coarse, dc.Level, dc.Shift, dc.Residual, dc.ResidualSE)
 		if dc.Coarse != (c.level > 0) || dc.Coarse && dc.Level != c.level || pa.model != ssm.Model(m) {
 			t.Errorf("%s: coarse %v at level %d, want level %d; the Posterior's model %T", c.name, dc.Coarse, dc.Level, c.level, pa.model)
@@ -304,7 +304,7 @@ func TestDiscretisationCorrection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dc := pa.Preparation.Discretisation
+		dc := pa.Preparation.dc
 		if dc == nil || dc.Residual == nil {
 			t.Fatalf("%s: discretisation correction %+v", c.name, dc)
 		}
@@ -367,20 +367,20 @@ func testdataSet(t *testing.T, name string) ssm.Dataset {
 // refused (not a panic in the chains) when its correction has the wrong
 // dimensions, a non-finite entry or a non-positive diagonal of L.
 func TestDiscretisationValid(t *testing.T) {
-	ok := func() *Discretisation {
-		return &Discretisation{Mode: []float64{0, 1}, Chol: []float64{1, 0, 0.5, 2}, Tilt: []float64{0.1, 0}, Curve: []float64{0, -0.1}, Shift: []float64{0.1, 0.02}}
+	ok := func() *discretisation {
+		return &discretisation{Mode: []float64{0, 1}, Chol: []float64{1, 0, 0.5, 2}, Tilt: []float64{0.1, 0}, Curve: []float64{0, -0.1}, DiscretisationReport: DiscretisationReport{Shift: []float64{0.1, 0.02}}}
 	}
-	var none *Discretisation
+	var none *discretisation
 	if !none.valid(2) || !ok().valid(2) {
 		t.Fatal("nil or a well-formed correction refused")
 	}
-	for name, edit := range map[string]func(d *Discretisation){
-		"short mode":    func(d *Discretisation) { d.Mode = d.Mode[:1] },
-		"long L":        func(d *Discretisation) { d.Chol = append(d.Chol, 0) },
-		"NaN tilt":      func(d *Discretisation) { d.Tilt[1] = math.NaN() },
-		"Inf curvature": func(d *Discretisation) { d.Curve[0] = math.Inf(1) },
-		"zero diagonal": func(d *Discretisation) { d.Chol[3] = 0 },
-		"no shift":      func(d *Discretisation) { d.Shift = nil },
+	for name, edit := range map[string]func(d *discretisation){
+		"short mode":    func(d *discretisation) { d.Mode = d.Mode[:1] },
+		"long L":        func(d *discretisation) { d.Chol = append(d.Chol, 0) },
+		"NaN tilt":      func(d *discretisation) { d.Tilt[1] = math.NaN() },
+		"Inf curvature": func(d *discretisation) { d.Curve[0] = math.Inf(1) },
+		"zero diagonal": func(d *discretisation) { d.Chol[3] = 0 },
+		"no shift":      func(d *discretisation) { d.Shift = nil },
 	} {
 		d := ok()
 		edit(d)
@@ -462,7 +462,7 @@ func TestCoarseLevelsBounded(t *testing.T) {
 	if err := f.prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if dc := f.prep.Discretisation; dc == nil || !dc.Coarse || dc.Level != maxCoarseLevels {
+	if dc := f.prep.dc; dc == nil || !dc.Coarse || dc.Level != maxCoarseLevels {
 		t.Errorf("discretisation %+v: want the coarser model at level %d", dc, maxCoarseLevels)
 	}
 }

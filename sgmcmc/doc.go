@@ -141,17 +141,18 @@
 //  4. With a deterministic filter (grid, Kalman, a model's ExactScorer)
 //     the full-data score itself competes (FullGradient): no noise, a pass
 //     over the data per iteration, and the exact log posterior with it, so
-//     the chains are Metropolis-adjusted and exact for any step (mala.go):
+//     the chains are Metropolis-adjusted and exact for any step (package
+//     internal/mh):
 //     90% of their steps propose independently from a mixture q of
 //     multivariate Student-t (ν = 5), the others are Precond's update as a
 //     Langevin proposal (step 0.7). q replaces the adaptation windows
-//     (isadapt.go): adaptive importance sampling (AMIS of Cornuet and
+//     (package internal/amis): adaptive importance sampling (AMIS of Cornuet and
 //     others, 2012) in four to eight rounds of max(64, 25p) draws (it stops
 //     from the fourth on once a proposal's expected holding time is at
 //     most 1.6), the first from a t at u*
 //     with 1.5 × the Laplace scale, each next one fitted to all weighted draws so
 //     far (weighted EM, 1–4 components and scale, always with a defensive
-//     component: a t at 2.5 × the weighted scale, weight 0.1)
+//     component: a t at 4 × the weighted scale, weight 0.1)
 //     to minimise the expected holding time E_π[1/α(x)] of an independence
 //     chain, α(x) = E_q min(1, w(y)/w(x)), w = π/q; the chains start from
 //     the weighted draws. An independence step needs the log posterior at
@@ -204,7 +205,7 @@
 //     r = ℓ_refined − ℓ is measured at u* and u* ± L e_k and modelled as
 //     r ≈ Σ_k a_k z_k + ½ b_k z_k² in z = L⁻¹(u − u*); the chains then
 //     sample the exact scorer's posterior times exp(Σ_k a_k z_k + ½ b_k
-//     z_k²) (Discretisation): the finer scorer's posterior to second
+//     z_k²) (Preparation.Discretisation): the finer scorer's posterior to second
 //     order at the coarse scorer's cost, a control variate for the
 //     discretisation (GARCH on the S&P 500: 64 nodes corrected towards
 //     256 move λ and τ by about 0.6 and 0.5 sd). A model that leaves its
@@ -230,7 +231,7 @@
 //     correction above 0.1 sd (or a coarser model) is checked: 12 draws
 //     importance-weighted to the finer scorer, 24 when those leave a
 //     residual above 0.1 sd or an SE above 0.05 sd
-//     (Discretisation.Residual).
+//     (DiscretisationReport.Residual).
 //  5. The number of iterations aims at TargetESS from the autocorrelation
 //     measured in the last window (or, after importance sampling, 2H − 1
 //     for the expected holding time H over the independence share),
@@ -302,32 +303,33 @@
 // drawfile.go and trace.go (recorders), checkpoint.go and ckfile.go
 // (checkpoints), warmstart.go, status.go and errors.go.
 //
-// Fit, in the order it runs: settings.go (FitSettings and the check of
-// its values), flags.go (its command-line flags), fit.go (Fit, the
-// data's check, the settings' defaults, the set-up and the warm-up),
-// prepare.go (the
-// preparation: mode, anchor, Jacobian, subsets), newton.go (Newton and
-// Levenberg–Marquardt steps to the mode), tiling.go (tiled full-data
+// Fit, in the order it runs: settings.go (FitSettings and the check of its
+// values), flags.go (its command-line flags), fit.go (Fit, the data's
+// check, the settings' defaults, the set-up and the warm-up), prepare.go
+// (the preparation: mode, anchor, Jacobian, subsets), newton.go (Newton
+// and Levenberg–Marquardt steps to the mode), tiling.go (tiled full-data
 // scores), grid.go (the choice of filter and the widening of grids),
 // noise.go (gradient-noise probes, the choice of gradient, the planned
 // cost, and the SGLD step rule h = min(0.25, 1/(1 + κλ)) with its
-// autocorrelation time (2 − h)/h), adapt.go (the
-// adaptation windows), isadapt.go (importance sampling for full-data
-// chains), mala.go and surrogate.go (the Metropolis-adjusted chains and
-// when they use surrogate transitions), discretisation.go and quadfit.go (the
+// autocorrelation time (2 − h)/h), adapt.go (the adaptation windows),
+// isadapt.go (importance sampling for full-data chains, through package
+// amis), chains.go (the chains' estimators and methods: Precond, or the
+// Metropolis–Hastings kernels of package mh) and surrogate.go (when the
+// chains use surrogate transitions), discretisation.go and quadfit.go (the
 // discretisation correction of an exact scorer such as GARCH's σ² nodes,
 // and the choice of a coarser level), sample.go (planned segments,
 // extensions and the Posterior's warnings), segments.go (a checkpointed
-// fit's segments), cost.go (counted work),
-// tailcheck.go (the spread check), posterior.go (Posterior, its summary
-// and KSD), prepfile.go (the preparation's checkpoint), states.go and
-// forecast.go (latent states, forecasts, predictive scores), report.go
-// (the JSON report) and merge.go (summaries of any chains' draws).
+// fit's segments), cost.go (counted work), tailcheck.go (the spread
+// check), posterior.go (Posterior, its summary and KSD), prepfile.go (the
+// preparation's checkpoint), states.go and forecast.go (latent states,
+// forecasts, predictive scores), report.go (the JSON report) and merge.go
+// (summaries of any chains' draws).
 //
-// Shared definitions: streams.go (every random stream and what it
-// drives), thresholds.go (R-hat 1.01 and ESS 400), and the internal
-// packages tmix (the Student-t mixtures, weighted-sample functions and
-// independence chains' rates), surrogate (the surrogate π̃ and its
-// transitions) and linalg (small matrix functions and the quadratic fits
-// of the discretisation correction).
+// Shared definitions: streams.go (every random stream and what it drives),
+// thresholds.go (R-hat 1.01 and ESS 400), and the internal packages tmix
+// (the Student-t mixtures, weighted-sample functions and independence
+// chains' rates), amis (adaptive importance sampling, given a batch log
+// posterior), mh (the exact Metropolis–Hastings kernels), surrogate (the
+// surrogate π̃ and its transitions) and linalg (small matrix functions and
+// the quadratic fits of the discretisation correction).
 package sgmcmc

@@ -123,10 +123,10 @@ type Preparation struct {
 	// or the model's exact scorer for particle filters (a warning of the
 	// Posterior: their bias can widen it).
 	Fallback string
-	// Discretisation, for a model's exact scorer that is exact only up to
-	// a discretisation (ssm.RefinedScorer), is the correction the chains
-	// apply towards the finer scorer (nil: none).
-	Discretisation *Discretisation `json:",omitempty"`
+	// dc, for a model's exact scorer that is exact only up to a
+	// discretisation (ssm.RefinedScorer), is the correction the chains
+	// apply towards the finer scorer (nil: none; Discretisation reports it).
+	dc *discretisation
 	// S and B are the subsequence and buffer lengths the chains use
 	// (FitSettings' after the defaults and the sequences' lengths).
 	S, B int

@@ -156,7 +156,7 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	f.prep.jacobian = nil
 	// The discretisation correction belongs to the exact scorer, and the
 	// coarser model to its cost: particles filter the model as given.
-	f.prep.Discretisation = nil
+	f.prep.dc = nil
 	f.model, f.trial = f.user, false
 	return true
 }

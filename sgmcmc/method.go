@@ -3,10 +3,11 @@ package sgmcmc
 import (
 	"context"
 	"encoding"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 )
 
 // Estimator estimates the gradient of the log-posterior.
@@ -139,8 +140,8 @@ func (p *PSGLD) Step(u, grad []float64, h float64, rng *rand.Rand) {
 
 // MarshalBinary encodes the squared-gradient average.
 func (p *PSGLD) MarshalBinary() ([]byte, error) {
-	b := appendFloats(nil, boolFloat(p.init))
-	return appendFloats(b, p.v...), nil
+	b := fmath.AppendFloats(nil, boolFloat(p.init))
+	return fmath.AppendFloats(b, p.v...), nil
 }
 
 // UnmarshalBinary restores a state written by MarshalBinary after Init.
@@ -148,8 +149,8 @@ func (p *PSGLD) UnmarshalBinary(b []byte) error {
 	if err := expectFloats("PSGLD", b, 1+len(p.v)); err != nil {
 		return err
 	}
-	p.init = readFloat(b, 0) != 0
-	readFloats(p.v, b[8:])
+	p.init = fmath.ReadFloat(b, 0) != 0
+	fmath.ReadFloats(p.v, b[8:])
 	return nil
 }
 
@@ -202,14 +203,14 @@ func (m *SGHMC) Step(u, grad []float64, h float64, rng *rand.Rand) {
 func (m *SGHMC) Momentum() []float64 { return m.r }
 
 // MarshalBinary encodes the momentum.
-func (m *SGHMC) MarshalBinary() ([]byte, error) { return appendFloats(nil, m.r...), nil }
+func (m *SGHMC) MarshalBinary() ([]byte, error) { return fmath.AppendFloats(nil, m.r...), nil }
 
 // UnmarshalBinary restores a momentum written by MarshalBinary after Init.
 func (m *SGHMC) UnmarshalBinary(b []byte) error {
 	if err := expectFloats("SGHMC", b, len(m.r)); err != nil {
 		return err
 	}
-	readFloats(m.r, b)
+	fmath.ReadFloats(m.r, b)
 	return nil
 }
 
@@ -294,9 +295,9 @@ func (a *Adam) Step(u, grad []float64, h float64, _ *rand.Rand) {
 
 // MarshalBinary encodes the step count and both moment estimates.
 func (a *Adam) MarshalBinary() ([]byte, error) {
-	b := appendFloats(nil, float64(a.t))
-	b = appendFloats(b, a.m...)
-	return appendFloats(b, a.v...), nil
+	b := fmath.AppendFloats(nil, float64(a.t))
+	b = fmath.AppendFloats(b, a.m...)
+	return fmath.AppendFloats(b, a.v...), nil
 }
 
 // UnmarshalBinary restores a state written by MarshalBinary after Init.
@@ -304,9 +305,9 @@ func (a *Adam) UnmarshalBinary(b []byte) error {
 	if err := expectFloats("Adam", b, 1+2*len(a.m)); err != nil {
 		return err
 	}
-	a.t = int(readFloat(b, 0))
-	readFloats(a.m, b[8:])
-	readFloats(a.v, b[8+8*len(a.m):])
+	a.t = int(fmath.ReadFloat(b, 0))
+	fmath.ReadFloats(a.m, b[8:])
+	fmath.ReadFloats(a.v, b[8+8*len(a.m):])
 	return nil
 }
 
@@ -338,24 +339,6 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// appendFloats encodes floats little-endian, bit-exactly.
-func appendFloats(b []byte, x ...float64) []byte {
-	for _, v := range x {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-	}
-	return b
-}
-
-func readFloat(b []byte, i int) float64 {
-	return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-}
-
-func readFloats(dst []float64, b []byte) {
-	for i := range dst {
-		dst[i] = readFloat(b, i)
-	}
 }
 
 // expectFloats checks that b holds exactly n floats.

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/amis"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -206,7 +207,7 @@ func (f *fit) costFull() float64 {
 //     than the full-data score, and took 28 s (a window measured λ = 295
 //     and ran 3000 iterations at h = 0.0034) against the full-data
 //     path's 12 s at the same accuracy.
-//   - FullGradient: isMinRounds rounds of importance sampling and chains
+//   - FullGradient: amis.MinRounds rounds of importance sampling and chains
 //     whose independence steps hold for planHold iterations
 //     (independenceIAT), at least fullMinIters each, a full-data pass per
 //     iteration.
@@ -223,8 +224,8 @@ func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 		return math.Max(least, 1.25*ess*iat/chains)
 	}
 	if g == FullGradient {
-		iat := independenceIAT(planHold, isIndependence)
-		return (float64(isMinRounds*isDraws(f.dim)) + chains*sampling(iat, fullMinIters)) * f.costFull()
+		iat := amis.IndependenceIAT(planHold, isIndependence)
+		return (float64(amis.MinRounds*amis.Draws(f.dim)) + chains*sampling(iat, fullMinIters)) * f.costFull()
 	}
 	cost, kl := pr.CostPlain, lp
 	if g == ControlVariateGradient {
@@ -382,7 +383,7 @@ func (f *fit) setStep() {
 	case ControlVariateGradient:
 		lambda = pr.LambdaCV * f.cvKappa()
 	case FullGradient:
-		// Metropolis-adjusted (mala): the step is tuned for the
+		// Metropolis-adjusted (mh.Kernel): the step is tuned for the
 		// acceptance rate by tuneMALA, from malaStart.
 		switch {
 		case f.s.StepSize > 0:

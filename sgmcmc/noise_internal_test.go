@@ -138,7 +138,7 @@ func TestTargetLaplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fit{dim: p, prep: Preparation{Mode: mode, Chol: l, Discretisation: dc}}
+	f := &fit{dim: p, prep: Preparation{Mode: mode, Chol: l, dc: dc}}
 	m, c := f.targetLaplace()
 	zm := make([]float64, p)
 	for k := range zm {

@@ -274,10 +274,10 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 // (Preparation.Discretisation) to the scores at the points x, so that the
 // KSD measures the draws against the chains' target.
 func (f *fit) discretisationScores(x, scores []float64) []float64 {
-	if f.prep.Discretisation == nil {
+	if f.prep.dc == nil {
 		return scores
 	}
-	d := newDiscretised(nil, f.prep.Discretisation)
+	d := newDiscretised(nil, f.prep.dc)
 	for i := 0; i < len(x); i += f.dim {
 		d.correction(scores[i:i+f.dim], x[i:i+f.dim])
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -154,7 +155,7 @@ func (p *Precond) prepare(h float64) {
 
 // MarshalBinary returns the counts: L, W and MaxDrift are configuration.
 func (p *Precond) MarshalBinary() ([]byte, error) {
-	return appendFloats(nil, float64(p.Clipped), float64(p.Limited)), nil
+	return fmath.AppendFloats(nil, float64(p.Clipped), float64(p.Limited)), nil
 }
 
 // UnmarshalBinary restores the counts.
@@ -163,7 +164,7 @@ func (p *Precond) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	var v [2]float64
-	readFloats(v[:], b)
+	fmath.ReadFloats(v[:], b)
 	p.Clipped, p.Limited = int(v[0]), int(v[1])
 	return nil
 }

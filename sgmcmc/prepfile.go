@@ -14,7 +14,7 @@ import (
 )
 
 // prepFormat names the layout of prepFile; a file of another is refused.
-const prepFormat = "pbsgmcmc/sgmcmc preparation v2"
+const prepFormat = "pbsgmcmc/sgmcmc preparation v3"
 
 // prepFile is Checkpoint+".prep": the preparation (with the state that
 // Preparation does not report: the surrogate, the importance-sampling
@@ -29,15 +29,17 @@ type prepFile struct {
 	Jacobian  []float64            `json:",omitempty"`
 	Starts    [][]float64          `json:",omitempty"`
 	Surrogate *surrogate.Surrogate `json:",omitempty"`
-	Sampling  *ckSampling          `json:",omitempty"`
-	IS        *ckIS                `json:",omitempty"`
+	// Discretisation is the correction towards a finer scorer.
+	Discretisation *discretisation `json:",omitempty"`
+	Sampling       *ckSampling     `json:",omitempty"`
+	IS             *ckIS           `json:",omitempty"`
 }
 
 // savePreparation writes the preparation next to the checkpoint, so that a
 // resumed fit samples with exactly the same anchor, preconditioner and step.
 func (f *fit) savePreparation() error {
 	b, err := json.Marshal(prepFile{Format: prepFormat, Fingerprint: f.fingerprint(), Prep: f.prep,
-		Proposal: f.prep.proposal, Jacobian: f.prep.jacobian, Starts: f.prep.starts, Surrogate: f.prep.sur, Sampling: f.ck, IS: f.ckIS()})
+		Proposal: f.prep.proposal, Jacobian: f.prep.jacobian, Starts: f.prep.starts, Surrogate: f.prep.sur, Discretisation: f.prep.dc, Sampling: f.ck, IS: f.ckIS()})
 	if err != nil {
 		return err
 	}
@@ -75,13 +77,13 @@ func (f *fit) loadPreparation() (bool, error) {
 	p := f.dim
 	saved.Surrogate.Bind(f.surBase())
 	if len(saved.Prep.Mode) != p || len(saved.Prep.Chol) != p*p || len(saved.Prep.Anchor) != p ||
-		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p || !saved.Prep.Discretisation.valid(p) ||
+		len(saved.Prep.NoisePlain) != p*p || len(saved.Prep.NoiseCV) != p*p || !saved.Discretisation.valid(p) ||
 		saved.Surrogate != nil && !saved.Surrogate.Valid(p) || !saved.stateValid(p, f.s.Chains) {
 		return false, fmt.Errorf("%w: %s.prep has the wrong dimensions", ErrCheckpoint, f.s.Checkpoint)
 	}
 	f.prep = saved.Prep
 	f.prep.proposal, f.prep.jacobian, f.prep.starts = saved.Proposal, saved.Jacobian, saved.Starts
-	f.prep.sur = saved.Surrogate
+	f.prep.sur, f.prep.dc = saved.Surrogate, saved.Discretisation
 	f.ck = saved.Sampling
 	if is := saved.IS; is != nil {
 		if len(is.LPs) != len(is.Xs) || len(is.LW) != len(is.Xs) {
@@ -94,7 +96,7 @@ func (f *fit) loadPreparation() (bool, error) {
 		}
 		f.isPts.xs, f.isPts.lps, f.isPts.lw = is.Xs, is.LPs, is.LW
 	}
-	if dc := f.prep.Discretisation; dc != nil && dc.Coarse {
+	if dc := f.prep.dc; dc != nil && dc.Coarse {
 		coarse := f.model
 		for range max(1, dc.Level) {
 			cs, ok := coarse.(ssm.Coarsener)

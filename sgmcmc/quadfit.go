@@ -151,8 +151,8 @@ func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []fl
 		curve[k] = q.B[k*p+k]
 	}
 	f.model = levels[choose]
-	f.prep.Discretisation = &Discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: q.A, Curve: curve, Cross: q.B, Cubic: q.D,
-		Shift: shift, TargetChol: linalg.LowerMul(l, c0, p), Coarse: true, Level: choose + 1}
+	f.prep.dc = &discretisation{Mode: slices.Clone(u0), Chol: slices.Clone(l), Tilt: q.A, Curve: curve, Cross: q.B, Cubic: q.D,
+		TargetChol: linalg.LowerMul(l, c0, p), DiscretisationReport: DiscretisationReport{Shift: shift, Coarse: true, Level: choose + 1}}
 	f.log("sampling at the model's coarser discretisation (level %d of %d) with a quadratic-and-cubes correction towards its finer scorer (%d points; leave-one-out error %.3f nats): tilt %.3f per whitened axis; the target's mean is %.2f posterior sds from the mode",
 		choose+1, len(levels), len(zs), q.LOO, q.A, shift)
 	return false, nil

@@ -174,7 +174,7 @@ func TestGaussianTimes(t *testing.T) {
 // and the value is continuous across the sphere.
 func TestCorrectionTrust(t *testing.T) {
 	const p = 3
-	dc := &Discretisation{
+	dc := &discretisation{
 		Mode:  []float64{1, -2, 0.5},
 		Chol:  []float64{0.5, 0, 0, 0.1, 0.3, 0, -0.2, 0.05, 0.8},
 		Tilt:  []float64{0.4, -0.3, 1.2},

@@ -66,9 +66,10 @@ type PosteriorReport struct {
 	Chains            int      `json:"chains"`
 	Kept              int      `json:"kept"`     // kept draws over all chains
 	Warnings          []string `json:"warnings"` // Posterior.Warnings, [] when there are none
-	// Discretisation is Preparation.Discretisation: the correction
-	// towards a model's finer scorer, absent when there is none.
-	Discretisation *Discretisation `json:"discretisation,omitempty"`
+	// Discretisation is Preparation.Discretisation(): what the
+	// correction towards a model's finer scorer did, absent when there is
+	// none.
+	Discretisation *DiscretisationReport `json:"discretisation,omitempty"`
 }
 
 // Report returns the posterior's summary, diagnostics and run figures as
@@ -80,7 +81,7 @@ func (p *Posterior) Report() PosteriorReport {
 		Accept: p.Preparation.Accept, AcceptIndependent: p.Preparation.AcceptIndependent,
 		Iters: p.Iterations, AdaptIters: p.BurnIn, Seconds: p.Total.Seconds(),
 		Chains: len(p.U), Kept: p.Draws(), Warnings: p.Warnings,
-		Discretisation: p.Preparation.Discretisation,
+		Discretisation: p.Preparation.Discretisation(),
 	}
 	for _, s := range p.Summary() {
 		r.Params = append(r.Params, s.JSON())

@@ -438,7 +438,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 		post.Warnings = append(post.Warnings, f.newtonWarn)
 	}
 	post.Warnings = append(slices.Clip(f.dataWarn), post.Warnings...)
-	if dc := pr.Discretisation; dc != nil {
+	if dc := pr.dc; dc != nil {
 		if k, v := argMaxAbs(dc.Shift); v > discretisationMaxShift {
 			post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and the correction towards its finer scorer "+
 				"moves the posterior mean of %s by %.2f posterior sd: it rests on a quadratic model of a large difference; refine the scorer (GARCH: Nodes)",
@@ -470,7 +470,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("the full-data score at the mode is imprecise: its error may shift the mean by %.2f posterior sd (%s)", pr.ShiftSD, fix))
 	}
 	post.summarize()
-	if dc := post.Preparation.Discretisation; dc != nil && ctx.Err() == nil {
+	if dc := post.Preparation.dc; dc != nil && ctx.Err() == nil {
 		if err := f.checkResidual(ctx, post); err != nil {
 			post.Warnings = append(post.Warnings, "discretisation correction not checked after sampling: "+err.Error())
 		}

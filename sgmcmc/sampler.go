@@ -35,14 +35,14 @@ type outsideSupport interface {
 }
 
 // gradFree is an optional capability of a Method that is also its chain's
-// Estimator (the Metropolis–Hastings chains of FullGradient, mala): before
+// Estimator (the Metropolis–Hastings chains of FullGradient, mh.Kernel): before
 // each iteration the Sampler asks whether the coming step needs the
 // gradient at u; when it does not (an independence proposal), the method
 // returns the log posterior at u itself, which costs about half a
 // gradient with an exact scorer or nothing when it is cached, and the
 // iteration has no gradient (Grad and Draw.Grad are nil).
 type gradFree interface {
-	skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (lp float64, skip bool, err error)
+	SkipGrad(ctx context.Context, u []float64, rng *rand.Rand) (lp float64, skip bool, err error)
 }
 
 // NewSampler returns a Sampler starting at a copy of u0 (u0 is not modified).
@@ -97,7 +97,7 @@ func (s *Sampler) evaluate(ctx context.Context) error {
 	}
 	s.noGrad = false
 	if gf, ok := s.m.(gradFree); ok {
-		lp, skip, err := gf.skipGrad(ctx, s.u, s.rng)
+		lp, skip, err := gf.SkipGrad(ctx, s.u, s.rng)
 		if err != nil {
 			return &ChainError{Chain: s.chain, Iter: s.k, Err: err}
 		}

@@ -20,7 +20,7 @@ import (
 // importance sampling missed it too. The fit must not report that
 // silently: its sds must be within ×0.85 of the Kalman posterior's, or it
 // must warn. (The independence proposal's defensive component at 4 × the
-// fitted scale, isDefensiveScale, reaches that end: 0.93–0.97 here.)
+// fitted scale, amis.DefensiveScale, reaches that end: 0.93–0.97 here.)
 func TestShortRunSpread(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")

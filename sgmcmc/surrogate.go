@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/amis"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
@@ -52,7 +53,7 @@ func (f *fit) refitSurrogate(us, lps [][]float64) *surrogate.Surrogate {
 		return nil
 	}
 	p := f.dim
-	cx, clp := thinnedDraws(us, lps, p)
+	cx, clp := amis.ThinnedDraws(us, lps, p)
 	xs, lp := slices.Clone(f.isPts.xs), slices.Clone(f.isPts.lps)
 	lw := make([]float64, len(xs))
 	share := 0.0 // the chains' draws alone: equal weights

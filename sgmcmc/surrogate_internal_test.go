@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/mh"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
@@ -304,10 +305,10 @@ func TestSurrogatePriorTail(t *testing.T) {
 func surrogateChains(t *testing.T, target Estimator, q *tmix.Mixture, sur *surrogate.Surrogate, start []float64, iters int, seed uint64) (*Trace, float64) {
 	t.Helper()
 	const chains = 4
-	ms := make([]*mala, chains)
+	ms := make([]*mh.Kernel, chains)
 	newEst := func(c int) Estimator {
-		ms[c] = newMALA(target, []float64{1, 0, 0, 1}, q, 2)
-		ms[c].pInd, ms[c].sur = 1, sur
+		ms[c] = mh.New(target, []float64{1, 0, 0, 1}, q, 2)
+		ms[c].Retarget(q, sur, 1)
 		return ms[c]
 	}
 	trace := &Trace{}
@@ -319,8 +320,9 @@ func surrogateChains(t *testing.T, target Estimator, q *tmix.Mixture, sur *surro
 	}
 	acc, prop := 0, 0
 	for _, m := range ms {
-		acc += m.indAcc
-		prop += m.indProp
+		_, _, ia, ip, _ := m.Counts()
+		acc += ia
+		prop += ip
 	}
 	return trace, float64(acc) / float64(prop)
 }

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/mh"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
 // TestMALAExact samples the correlated Gaussian N(0, Σ), Σ = [[1, 0.9],
 // [0.9, 1]], with a wrong metric (L = I, ten times the variance of the
 // narrow direction) at step h = 0.15, where the unadjusted update
-// (Precond) is measurably biased, and checks that mala's
+// (Precond) is measurably biased, and checks that mh.Kernel's
 // Metropolis–Hastings test makes the draws exact: E u₀², E u₁² and
 // E(u₀ − u₁)² within 4 standard errors (bulk ESS) of 1, 1 and 0.2, while
 // Precond's E(u₀ − u₁)² is off by more than 4; likewise with every
@@ -32,14 +33,14 @@ func TestMALAExact(t *testing.T) {
 	l := []float64{1, 0, 0, 1}
 	run := func(adjusted bool, ind *tmix.Mixture, pInd float64, target Estimator) (cov [3]float64, se [3]float64, acc float64) {
 		const chains, iters = 4, 40000
-		ms := make([]*mala, chains)
+		ms := make([]*mh.Kernel, chains)
 		newEst := func(c int) Estimator {
 			if !adjusted {
 				return target
 			}
-			ms[c] = newMALA(target, l, ind, 2)
+			ms[c] = mh.New(target, l, ind, 2)
 			if pInd > 0 {
-				ms[c].pInd = pInd
+				ms[c].Retarget(ind, nil, pInd)
 			}
 			return ms[c]
 		}
@@ -86,8 +87,9 @@ func TestMALAExact(t *testing.T) {
 		if adjusted {
 			a, p := 0, 0
 			for _, m := range ms {
-				a += m.accepted
-				p += m.proposed
+				ma, mp, _, _, _ := m.Counts()
+				a += ma
+				p += mp
 			}
 			acc = float64(a) / float64(p)
 		}

@@ -1,4 +1,11 @@
-package sgmcmc
+// Package mh holds the exact Metropolis–Hastings kernels of sgmcmc.Fit's
+// full-data chains (FullGradient): Langevin proposals with a constant
+// preconditioner (MALA), independence proposals from a Student-t mixture,
+// and, with a surrogate, surrogate transitions and random-walk steps.
+// A Kernel is both a chain's gradient estimator and its update rule
+// (sgmcmc.Estimator and sgmcmc.Method); it knows the posterior only
+// through an Estimator that returns the exact log posterior.
+package mh
 
 import (
 	"context"
@@ -7,15 +14,21 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
-// mala is Precond's update made exact by a Metropolis–Hastings test, for
+// Estimator returns the log posterior at u and stores its gradient in
+// grad (sgmcmc.Estimator).
+type Estimator interface {
+	Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error)
+}
+
+// Kernel is Precond's update made exact by a Metropolis–Hastings test, for
 // the full-data score (FullGradient): that estimator returns the exact log
 // posterior with the gradient, so the test costs no extra evaluation. In
 // the coordinates z = L⁻¹u the proposal is
@@ -45,11 +58,11 @@ import (
 // surrogate transitions and the Langevin steps random-walk Metropolis
 // steps on π: every step then needs the log posterior alone.
 //
-// One mala per chain is both the chain's Estimator and its Method: Grad
+// One Kernel per chain is both the chain's Estimator and its Method: Grad
 // keeps the last two evaluations, so the Sampler's evaluation of the
 // accepted point (just evaluated by Step as a proposal, or the previous
 // state) costs nothing.
-type mala struct {
+type Kernel struct {
 	est Estimator
 	l   []float64     // L, row-major lower triangular
 	ind *tmix.Mixture // the independence proposal (nil: none)
@@ -60,7 +73,7 @@ type mala struct {
 	v        []float64
 	maxDrift float64
 	dim      int
-	// pInd is the probability of an independence proposal (malaIndependence
+	// pInd is the probability of an independence proposal (DefaultIndependence
 	// unless the preparation measured a better one).
 	pInd float64
 
@@ -73,7 +86,7 @@ type mala struct {
 	next     int
 	up, gp   []float64
 	s, d1, g []float64
-	// kind is the coming step's proposal, drawn by skipGrad before the
+	// kind is the coming step's proposal, drawn by SkipGrad before the
 	// Sampler evaluates the gradient: 0 undrawn, 1 Langevin, 2 independence.
 	kind int
 
@@ -87,7 +100,7 @@ type mala struct {
 
 // refused reports whether err is non-nil, counting a proposal refused
 // for a grid too narrow at it in edge.
-func (m *mala) refused(err error) bool {
+func (m *Kernel) refused(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -98,11 +111,11 @@ func (m *mala) refused(err error) bool {
 	return true
 }
 
-// malaIndependence is the default probability of an independence
-// proposal, and malaNu its Student-t degrees of freedom.
+// DefaultIndependence is the default probability of an independence
+// proposal, and Nu its Student-t degrees of freedom.
 const (
-	malaIndependence = 0.5
-	malaNu           = tmix.Nu
+	DefaultIndependence = 0.5
+	Nu                  = tmix.Nu
 )
 
 // logDensity is an Estimator that can return the log posterior alone
@@ -111,10 +124,10 @@ type logDensity interface {
 	LogPosterior(ctx context.Context, u []float64, rng *rand.Rand) (float64, error)
 }
 
-// newMALA returns the chain's kernel with metric L and independence
+// New returns the chain's kernel with metric L and independence
 // proposal ind (nil: Langevin proposals only).
-func newMALA(est Estimator, l []float64, ind *tmix.Mixture, dim int) *mala {
-	m := &mala{est: est, l: l, ind: ind, maxDrift: 1, dim: dim, pInd: malaIndependence}
+func New(est Estimator, l []float64, ind *tmix.Mixture, dim int) *Kernel {
+	m := &Kernel{est: est, l: l, ind: ind, maxDrift: 1, dim: dim, pInd: DefaultIndependence}
 	for i := range m.cu {
 		m.cu[i], m.cg[i] = make([]float64, dim), make([]float64, dim)
 		m.clp[i] = math.NaN()
@@ -126,7 +139,7 @@ func newMALA(est Estimator, l []float64, ind *tmix.Mixture, dim int) *mala {
 
 // Grad implements Estimator, from the cache when u was evaluated last or
 // before last with its gradient.
-func (m *mala) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error) {
+func (m *Kernel) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (float64, error) {
 	i := m.cached(u)
 	if i >= 0 && m.cgOK[i] {
 		copy(grad, m.cg[i])
@@ -146,7 +159,7 @@ func (m *mala) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand) (flo
 
 // logPost returns the log posterior at u without its gradient, from the
 // cache or from the estimator (NaN becomes −∞: always rejected).
-func (m *mala) logPost(ctx context.Context, u []float64, rng *rand.Rand) (float64, error) {
+func (m *Kernel) logPost(ctx context.Context, u []float64, rng *rand.Rand) (float64, error) {
 	if i := m.cached(u); i >= 0 {
 		return m.clp[i], nil
 	}
@@ -166,7 +179,7 @@ func (m *mala) logPost(ctx context.Context, u []float64, rng *rand.Rand) (float6
 // cached returns the cache entry holding u, or −1. A hit makes the other
 // entry the next to be overwritten (least recently used), so that the
 // current state survives a run of rejected proposals.
-func (m *mala) cached(u []float64) int {
+func (m *Kernel) cached(u []float64) int {
 	for i := range m.cu {
 		if !math.IsNaN(m.clp[i]) && slices.Equal(m.cu[i], u) {
 			m.next = 1 - i
@@ -178,7 +191,7 @@ func (m *mala) cached(u []float64) int {
 
 // store puts u and lp (NaN as −∞) in the older cache entry, without a
 // gradient, and returns the entry.
-func (m *mala) store(u []float64, lp float64) int {
+func (m *Kernel) store(u []float64, lp float64) int {
 	i := m.next
 	m.next = 1 - i
 	copy(m.cu[i], u)
@@ -192,7 +205,7 @@ func (m *mala) store(u []float64, lp float64) int {
 
 // choose draws the kind of the coming proposal: 2 (independence) with
 // probability pInd when there is an independence proposal, else 1.
-func (m *mala) choose(rng *rand.Rand) int {
+func (m *Kernel) choose(rng *rand.Rand) int {
 	if m.ind != nil && rng.Float64() < m.pInd {
 		return 2
 	}
@@ -202,10 +215,10 @@ func (m *mala) choose(rng *rand.Rand) int {
 	return 1
 }
 
-// skipGrad implements gradFree: it draws the coming step's proposal and,
+// SkipGrad is the Sampler's optional gradient-free step: it draws the coming step's proposal and,
 // for an independence proposal, returns the log posterior at u without
 // the gradient the Langevin proposal would need.
-func (m *mala) skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float64, bool, error) {
+func (m *Kernel) SkipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float64, bool, error) {
 	if m.kind = m.choose(rng); m.kind == 1 {
 		return 0, false, nil
 	}
@@ -216,10 +229,10 @@ func (m *mala) skipGrad(ctx context.Context, u []float64, rng *rand.Rand) (float
 }
 
 // Init implements Method.
-func (m *mala) Init(int) {}
+func (m *Kernel) Init(int) {}
 
 // drift stores d = h Lᵀ grad in d, shortened to maxDrift.
-func (m *mala) drift(d, grad []float64, h float64) {
+func (m *Kernel) drift(d, grad []float64, h float64) {
 	n := m.dim
 	for j := range n {
 		s := 0.0
@@ -228,7 +241,7 @@ func (m *mala) drift(d, grad []float64, h float64) {
 		}
 		d[j] = h * s
 	}
-	if l := math.Sqrt(dotSelf(d)); l > m.maxDrift {
+	if l := math.Sqrt(linalg.Dot(d, d)); l > m.maxDrift {
 		for j := range d {
 			d[j] *= m.maxDrift / l
 		}
@@ -238,14 +251,14 @@ func (m *mala) drift(d, grad []float64, h float64) {
 // Step implements Method: u holds the current state and grad its
 // gradient, which the Sampler has just evaluated (through Grad, so its
 // log posterior is cached).
-func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
+func (m *Kernel) Step(u, grad []float64, h float64, rng *rand.Rand) {
 	lp0 := math.NaN()
 	if i := m.cached(u); i >= 0 {
 		lp0 = m.clp[i]
 	}
 	kind := m.kind
 	m.kind = 0
-	if kind == 0 { // not drawn by skipGrad (a caller outside Sampler)
+	if kind == 0 { // not drawn by SkipGrad (a caller outside Sampler)
 		kind = m.choose(rng)
 	}
 	if kind == 3 {
@@ -295,7 +308,7 @@ func (m *mala) Step(u, grad []float64, h float64, rng *rand.Rand) {
 }
 
 // independent does the independence step from u (log posterior lp0).
-func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
+func (m *Kernel) independent(u []float64, lp0 float64, rng *rand.Rand) {
 	m.indProp++
 	m.ind.Draw(m.up, m.s, rng)
 	logU := math.Log(rng.Float64())
@@ -315,7 +328,7 @@ func (m *mala) independent(u []float64, lp0 float64, rng *rand.Rand) {
 // surrogate does the surrogate transition from u (log posterior lp0):
 // u' from surrogateMove, accepted with min(1, π(u')π̃(u)/(π(u)π̃(u'))).
 // Its tests count as the independence proposals'.
-func (m *mala) surrogate(u []float64, lp0 float64, rng *rand.Rand) {
+func (m *Kernel) surrogate(u []float64, lp0 float64, rng *rand.Rand) {
 	m.indProp++
 	if m.sw == nil {
 		m.sw, m.v = surrogate.NewWork(m.dim), make([]float64, m.dim)
@@ -336,7 +349,7 @@ func (m *mala) surrogate(u []float64, lp0 float64, rng *rand.Rand) {
 }
 
 // propose stores u + L s (s = m.s) in m.up.
-func (m *mala) propose(u []float64) {
+func (m *Kernel) propose(u []float64) {
 	n := m.dim
 	for i := range n {
 		a := u[i]
@@ -350,7 +363,7 @@ func (m *mala) propose(u []float64) {
 // randomWalk does a random-walk Metropolis step from u (log posterior
 // lp0): u' = u + L s, s ~ N(0, (surWalk²/p) I). Its tests count as the
 // Langevin proposals'.
-func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
+func (m *Kernel) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
 	sd := surrogate.Walk / math.Sqrt(float64(m.dim))
 	for j := range m.s {
 		m.s[j] = sd * rng.NormFloat64()
@@ -376,31 +389,31 @@ func (m *mala) randomWalk(u []float64, lp0 float64, rng *rand.Rand) {
 // posterior where the uninterrupted one did, instead of evaluating it
 // again with its generator (the estimator draws a window from it), so
 // that it repeats the uninterrupted chain's draws exactly.
-func (m *mala) MarshalBinary() ([]byte, error) {
-	b := appendFloats(nil, float64(m.accepted), float64(m.proposed), float64(m.indAcc), float64(m.indProp), float64(m.next))
+func (m *Kernel) MarshalBinary() ([]byte, error) {
+	b := fmath.AppendFloats(nil, float64(m.accepted), float64(m.proposed), float64(m.indAcc), float64(m.indProp), float64(m.next))
 	for i := range m.cu {
 		ok := 0.0
 		if m.cgOK[i] {
 			ok = 1
 		}
-		b = appendFloats(b, m.clp[i], ok)
-		b = appendFloats(b, m.cu[i]...)
-		b = appendFloats(b, m.cg[i]...)
+		b = fmath.AppendFloats(b, m.clp[i], ok)
+		b = fmath.AppendFloats(b, m.cu[i]...)
+		b = fmath.AppendFloats(b, m.cg[i]...)
 	}
 	return b, nil
 }
 
 // UnmarshalBinary restores the counts and the cache (a checkpoint
 // written before the cache was saved holds the counts alone).
-func (m *mala) UnmarshalBinary(b []byte) error {
+func (m *Kernel) UnmarshalBinary(b []byte) error {
 	full := 5 + len(m.cu)*(2+2*m.dim)
 	if len(b) != 8*4 {
-		if err := expectFloats("mala", b, full); err != nil {
-			return err
+		if len(b) != 8*full {
+			return fmt.Errorf("Metropolis–Hastings kernel state has %d bytes, want %d", len(b), 8*full)
 		}
 	}
 	v := make([]float64, len(b)/8)
-	readFloats(v, b)
+	fmath.ReadFloats(v, b)
 	m.accepted, m.proposed, m.indAcc, m.indProp = int(v[0]), int(v[1]), int(v[2]), int(v[3])
 	if len(v) == 4 {
 		return nil
@@ -416,129 +429,21 @@ func (m *mala) UnmarshalBinary(b []byte) error {
 		k += m.dim
 	}
 	if m.next != 0 && m.next != 1 {
-		return fmt.Errorf("%w: mala state's next cache entry is %d", ErrCheckpoint, m.next)
+		return fmt.Errorf("Metropolis–Hastings kernel state's next cache entry is %d", m.next)
 	}
 	return nil
 }
 
-// chainFactories returns Run's estimator and method factories for the
-// chosen gradient with noise covariance w, a function that reports the
-// Metropolis–Hastings acceptance rates of the Langevin and of the
-// independence proposals or surrogate transitions over the chains (NaN
-// unless the chains are mala; the Langevin rate NaN when there were no
-// Langevin steps), and one that gives the chains a new independence
-// proposal, surrogate and independence share between runs (nil unless
-// they are mala). The chains persist across
-// Runs with the same factories. Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tmix.Mixture, *surrogate.Surrogate, float64)) {
-	pr := &f.prep
-	var mu sync.Mutex
-	record := func(err error) { // with mu held
-		if *setupErr == nil {
-			*setupErr = err
-		}
-	}
-	fail := func(err error) {
-		mu.Lock()
-		record(err)
-		mu.Unlock()
-	}
-	if pr.Gradient != FullGradient {
-		return func(int) Estimator {
-				est, err := f.estimator()
-				if err != nil {
-					fail(err)
-				}
-				return est
-			}, func(c int) Method {
-				m := &Precond{L: pr.Chol, W: w, MaxDrift: 1}
-				mu.Lock()
-				f.precs = append(f.precs, m) // clippedSteps reads their counts
-				mu.Unlock()
-				return m
-			},
-			func() (float64, float64) { return math.NaN(), math.NaN() }, nil
-	}
-	chains := make([]*mala, f.s.Chains)
-	get := func(c int) *mala {
-		mu.Lock()
-		defer mu.Unlock()
-		if chains[c] == nil {
-			est, err := f.estimator()
-			if err != nil {
-				record(err)
-				return nil
-			}
-			ind := mixtureOf(pr.proposal)
-			if ind == nil {
-				ind = tmix.New([]float64{1}, [][]float64{pr.Mode}, [][]float64{pr.Chol})
-			}
-			chains[c] = newMALA(est, pr.Chol, ind, f.dim)
-			if pr.sur.Valid(f.dim) && pr.proposal != nil {
-				chains[c].sur = pr.sur
-			}
-			if pr.Independence > 0 {
-				chains[c].pInd = pr.Independence
-			}
-		}
-		return chains[c]
-	}
-	f.gridEdges = func() (edge, proposals int) {
-		for _, m := range chains {
-			if m != nil {
-				edge += m.edge
-				proposals += m.proposed + m.indProp
-			}
-		}
-		return edge, proposals
-	}
-	rates := func() (float64, float64) {
-		acc, prop, ia, ip := 0, 0, 0, 0
-		for _, m := range chains {
-			if m != nil {
-				acc += m.accepted
-				prop += m.proposed
-				ia += m.indAcc
-				ip += m.indProp
-			}
-		}
-		la := math.NaN() // no Langevin proposal (surrogate transitions only)
-		if prop > 0 {
-			la = float64(acc) / float64(prop)
-		}
-		return la, float64(ia) / float64(max(ip, 1))
-	}
-	retarget := func(q *tmix.Mixture, sur *surrogate.Surrogate, pInd float64) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range chains {
-			if m != nil {
-				m.ind, m.sur, m.pInd = q, sur, pInd
-			}
-		}
-	}
-	// A nil *mala must reach Run as a nil interface.
-	return func(c int) Estimator {
-			if m := get(c); m != nil {
-				return m
-			}
-			return nil
-		}, func(c int) Method {
-			if m := get(c); m != nil {
-				return m
-			}
-			return nil
-		}, rates, retarget
+// Counts returns the Langevin (or random-walk) proposals accepted and
+// made, the independence proposals (or surrogate transitions) accepted
+// and made, and the proposals refused because a window's grid did not
+// cover the filter's mass there (gradient.GridEdgeError).
+func (m *Kernel) Counts() (accepted, proposed, indAccepted, indProposed, gridEdge int) {
+	return m.accepted, m.proposed, m.indAcc, m.indProp, m.edge
 }
 
-// clippedSteps returns the SGLD steps, over every chain and segment, whose
-// injected covariance (2h − h²)I − h²W was not positive semi-definite
-// and was clipped (Precond.Clipped): there the gradient noise exceeds the
-// diffusion the step allows, and the draws are wider than the posterior.
-func (f *fit) clippedSteps() int {
-	n := 0
-	for _, m := range f.precs {
-		n += m.Clipped
-	}
-	return n
+// Retarget gives the kernel a new independence proposal q, surrogate sur
+// (nil: none) and independence share pInd, between runs of a chain.
+func (m *Kernel) Retarget(q *tmix.Mixture, sur *surrogate.Surrogate, pInd float64) {
+	m.ind, m.sur, m.pInd = q, sur, pInd
 }
