@@ -34,6 +34,8 @@ var (
 	_ ssm.ExactScorer       = LGSSMd{}
 	_ ssm.Proposer          = (*lgssmdKernel)(nil)
 	_ ssm.TransitionBounder = (*lgssmdKernel)(nil)
+	_ ssm.LinearGaussian    = (*lgssmdKernel)(nil)
+	_ ssm.EmissionCurvature = (*lgssmdKernel)(nil)
 )
 
 func (k *lgssmdKernel) rows(method string, x []float64) int {
@@ -363,4 +365,41 @@ func (ly *lyapunov) solve(dst, b []float64, trans bool) {
 	}
 	lapack64.Getrs(t, ly.lu, ly.x, ly.pivot)
 	copy(dst, ly.x.Data)
+}
+
+// LinearGaussian implements ssm.LinearGaussian: F = A, c = 0,
+// Q = diag(σ²), m0 = 0 and P0 = P, the stationary covariance.
+func (k *lgssmdKernel) LinearGaussian(F, c, Q, m0, P0 []float64) {
+	d := k.d
+	copy(F, k.a)
+	copy(P0, k.p)
+	for i := 0; i < d; i++ {
+		c[i], m0[i] = 0, 0
+		for j := 0; j < d; j++ {
+			Q[i*d+j] = 0
+		}
+		Q[i*d+i] = 1 / k.invQ[i]
+	}
+}
+
+// LogEmissionCurvature implements ssm.EmissionCurvature: the Gaussian
+// emission's log density, −(y_i − x_i)²/(2τ_i²) + const per observed
+// component; its gradient (y_i − x_i)/τ_i² and constant Hessian
+// −diag(1/τ_i²) make the Laplace approximation exact.
+func (k *lgssmdKernel) LogEmissionCurvature(g, H, y, x []float64) float64 {
+	k.checkObs("LogEmissionCurvature", y)
+	d := k.d
+	clear(g)
+	clear(H[:d*d])
+	l := 0.0
+	for i, yi := range y {
+		if math.IsNaN(yi) {
+			continue
+		}
+		e := yi - x[i]
+		l += k.normR[i] - 0.5*e*e*k.invR[i]
+		g[i] = e * k.invR[i]
+		H[i*d+i] = -k.invR[i]
+	}
+	return l
 }

@@ -82,6 +82,8 @@ var (
 	_ ssm.Starter           = MSV{}
 	_ ssm.TransitionBounder = (*msvKernel)(nil)
 	_ ssm.Rebinder          = (*msvKernel)(nil)
+	_ ssm.LinearGaussian    = (*msvKernel)(nil)
+	_ ssm.EmissionCurvature = (*msvKernel)(nil)
 )
 
 // msvPhiPrior and msvScalePrior are the SVM's marginals (ar1Spec).

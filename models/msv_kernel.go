@@ -661,3 +661,47 @@ func (b *msvBound) corrRow(c int) int {
 	}
 	panic("models: MSV: correlation index out of range")
 }
+
+// LinearGaussian implements ssm.LinearGaussian: F = diag(φ), c = 0,
+// Q = Σ, m0 = 0 and P0 = P, the stationary covariance.
+func (k *msvKernel) LinearGaussian(F, c, Q, m0, P0 []float64) {
+	d := k.d
+	for i := 0; i < d; i++ {
+		c[i], m0[i] = 0, 0
+		for j := 0; j < d; j++ {
+			F[i*d+j] = 0
+			Q[i*d+j], P0[i*d+j] = 0, k.p[i*d+j]
+			for m := 0; m <= min(i, j); m++ {
+				Q[i*d+j] += k.sl[i*d+m] * k.sl[j*d+m]
+			}
+		}
+		F[i*d+i] = k.phi[i]
+	}
+}
+
+// LogEmissionCurvature implements ssm.EmissionCurvature: per observed
+// component, ℓ_i = −½ log(2πτ_i²) − x_i/2 − a_i e^(−x_i) with
+// a_i = y_i²/(2τ_i²), ∂ℓ_i/∂x_i = a_i e^(−x_i) − ½ and ∂²ℓ_i/∂x_i² =
+// −a_i e^(−x_i): the Hessian is diagonal and never positive, so the
+// emission is log-concave in x.
+func (k *msvKernel) LogEmissionCurvature(g, H, y, x []float64) float64 {
+	k.checkObs("LogEmissionCurvature", y)
+	k.checkRow("LogEmissionCurvature", x)
+	d := k.d
+	clear(g)
+	clear(H[:d*d])
+	l := 0.0
+	for i, yi := range y {
+		if math.IsNaN(yi) {
+			continue
+		}
+		ae := 0.0
+		if yi != 0 {
+			ae = expShifted(k.logA(i, yi), x[i])
+		}
+		l += k.normT[i] - 0.5*x[i] - ae
+		g[i] = ae - 0.5
+		H[i*d+i] = -ae
+	}
+	return l
+}

@@ -714,3 +714,29 @@ func BenchmarkMSVKernel(b *testing.B) {
 		}
 	}
 }
+
+// TestLaplaceCapabilities checks MSV's and LGSSMd's ssm.LinearGaussian
+// and ssm.EmissionCurvature against their own densities and finite
+// differences (ssmtest.CheckLaplace) at random parameters.
+func TestLaplaceCapabilities(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, d := range []int{1, 2, 3, 4} {
+		m := models.MSV{D: d}
+		for range 3 {
+			if err := ssmtest.CheckLaplace(m, msvRandomU(rng, d), rng); err != nil {
+				t.Errorf("MSV{D: %d}: %v", d, err)
+			}
+		}
+	}
+	lg := models.LGSSMd{D: 2}
+	u, err := lg.Params([]float64{0.8, 0.1, -0.2, 0.6}, []float64{0.5, 0.4}, []float64{0.3, 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ssmtest.CheckLaplace(lg, u, rng); err != nil {
+		t.Errorf("LGSSMd{D: 2}: %v", err)
+	}
+	if err := ssmtest.CheckLaplace(models.SVM{}, []float64{2, -1, 0}, rng); err == nil {
+		t.Error("SVM (no Laplace capabilities): want an error")
+	}
+}

@@ -107,7 +107,7 @@ func TestResidualCheck(t *testing.T) {
 		{0.05, 0.05, 0.8, 0.05, true}, // an sd the means-only check ignored
 	} {
 		dc := &discretisation{DiscretisationReport: DiscretisationReport{Residual: []float64{c.r}, ResidualSE: []float64{c.se}, ResidualSD: []float64{c.sd}, ResidualSDSE: []float64{c.sdse}}}
-		if got := residualWarning(dc, names) != ""; got != c.warn {
+		if got := residualWarning(dc, names, "refine the scorer") != ""; got != c.warn {
 			t.Errorf("residual %v ± %v, sd ratio %v ± %v: warning %v, want %v", c.r, c.se, c.sd, c.sdse, got, c.warn)
 		}
 	}

@@ -152,18 +152,19 @@ const (
 )
 
 // residualWarning returns the warning for a discretisation check whose
-// weights move a mean or an sd beyond the bounds ("" for none).
-func residualWarning(dc *discretisation, names []string) string {
+// weights move a mean or an sd beyond the bounds ("" for none), ending
+// with the cure hint.
+func residualWarning(dc *discretisation, names []string, hint string) string {
 	for k, r := range dc.Residual {
 		if math.Abs(r) > discretisationMaxResidual && math.Abs(r) > discretisationBand*dc.ResidualSE[k] {
-			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; refine the scorer (GARCH: Nodes)",
-				dc.Draws, names[k], r, dc.ResidualSE[k])
+			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws move the mean of %s by %.2f ± %.2f posterior sd; %s",
+				dc.Draws, names[k], r, dc.ResidualSE[k], hint)
 		}
 	}
 	for k, r := range dc.ResidualSD {
 		if math.Abs(r-1) > discretisationMaxSDRatio && math.Abs(r-1) > discretisationBand*dc.ResidualSDSE[k] {
-			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws change the sd of %s by a factor %.2f ± %.2f; refine the scorer (GARCH: Nodes)",
-				dc.Draws, names[k], r, dc.ResidualSDSE[k])
+			return fmt.Sprintf("the discretisation correction falls short: importance weights to the model's finer scorer at %d draws change the sd of %s by a factor %.2f ± %.2f; %s",
+				dc.Draws, names[k], r, dc.ResidualSDSE[k], hint)
 		}
 	}
 	return ""

@@ -297,6 +297,23 @@
 //
 // # Where things are
 //
+// # Filters
+//
+// What scores a window decides what Fit can do (FitSettings.Filter,
+// Preparation.Path). A model's exact scorer (the Kalman filter of the
+// LGSSMs, GARCH's σ² nodes) and the grid filter for a scalar state are
+// deterministic. A model with a vector state whose dynamics are linear
+// Gaussian and whose emission has derivatives in the state
+// (ssm.LinearGaussian and ssm.EmissionCurvature: models.MSV) is scored by
+// Laplace importance sampling (pf.Laplace, laplace.go) with its random
+// numbers fixed, which makes it deterministic and smooth in u too: it
+// enters as an exact scorer that is exact only up to the importance
+// sampling's error, with a finer one (four times the paths) that the
+// discretisation correction and its check after sampling measure against.
+// Particle filters take every other model; their gradients are noisy
+// and not continuous in u, so only SGLD with the plain or control-variate
+// gradient applies, at small steps (docs/particles.md).
+//
 // The sampler engine: run.go and run_phases.go (Run, chains, budgets),
 // sampler.go (one chain's Sampler), method.go (SGLD, PSGLD, SGHMC, SGD,
 // Adam), precond.go (Precond), schedule.go, recorder.go, csv.go,
@@ -321,7 +338,8 @@
 // extensions and the Posterior's warnings), segments.go (a checkpointed
 // fit's segments), cost.go (counted work), tailcheck.go (the spread
 // check), posterior.go (Posterior, its summary and KSD), prepfile.go (the
-// preparation's checkpoint), states.go and forecast.go (latent states,
+// preparation's checkpoint), laplace.go (a vector-state model scored by
+// pf.Laplace), states.go and forecast.go (latent states,
 // forecasts, predictive scores), report.go (the JSON report) and merge.go
 // (summaries of any chains' draws).
 //

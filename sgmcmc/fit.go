@@ -21,6 +21,9 @@ type fit struct {
 	s     FitSettings
 	model ssm.Model // the chains' model: user's, or its coarser discretisation
 	user  ssm.Model // the model Fit was given (the Posterior's)
+	// laplace, when set, is the model as scored by pf.Laplace (f.model
+	// until a fallback to particles).
+	laplace *laplaceModel
 	// trial: model is user's coarser discretisation, prepared first and
 	// kept when its discretisation correction is small (checkDiscretisation).
 	trial bool
@@ -114,6 +117,9 @@ type Preparation struct {
 	// because the grid filter does not apply (GARCH: its state row is not
 	// scalar; its exact scorer filters on nodes for σ²).
 	Exact bool
+	// Laplace reports that the exact scorer is Laplace importance
+	// sampling (pf.Laplace) of a model with a linear Gaussian state.
+	Laplace bool `json:",omitempty"`
 	// Path is the filter the fit runs on and why: the grid filter for a
 	// scalar state, the model's exact scorer (ssm.ExactScorer), or
 	// particle filters, with the reason (a vector state without an exact
@@ -369,6 +375,11 @@ func newFit(model ssm.Model, data ssm.Dataset, s FitSettings) (*fit, error) {
 		return nil, err
 	}
 	f.u0 = u0
+	if s.Filter == AutoFilter && !s.Exact {
+		if lm := newLaplaceModel(model, u0, s.LaplacePaths, s.Seed^laplaceSeed); lm != nil {
+			f.model, f.laplace = lm, lm
+		}
+	}
 	f.cvset = f.gset
 	if s.CVParticles > 0 && !s.Exact && hasTransitionDensity(model, u0) {
 		f.cvset.PF.N = s.CVParticles

@@ -17,7 +17,8 @@ import (
 //	set.RegisterFlags(fs)
 //	err := fs.Parse(os.Args[1:])
 //
-// The flags are -S, -B, -N, -Ncv (CVParticles), -filter auto|grid|particles,
+// The flags are -S, -B, -N, -Ncv (CVParticles), -paths (LaplacePaths),
+// -filter auto|grid|particles,
 // -gradient auto|cv|plain|full, -step (StepSize), -warmup, -adapt (AdaptWindow),
 // -iters (Iterations), -time (MaxTime), -thin, -chains, -seed, -ksd
 // (KSDDraws, where 0 skips the KSD), -q, which sets Progress to nil, and
@@ -30,7 +31,8 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.B, "B", s.B, "buffer length B on each side (0: 40 with the grid filter, 10 with particles; negative: none)")
 	fs.IntVar(&s.N, "N", s.N, "number of particles of the plain gradient's filter (0: 1000)")
 	fs.IntVar(&s.CVParticles, "Ncv", s.CVParticles, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
-	fs.Var(&s.Filter, "filter", "window filter: `auto|grid|particles`; auto takes a grid filter for scalar states with a transition density, else particles")
+	fs.IntVar(&s.LaplacePaths, "paths", s.LaplacePaths, "importance paths of Laplace importance sampling for a vector-state model with linear Gaussian dynamics (0: 32; even)")
+	fs.Var(&s.Filter, "filter", "window filter: `auto|grid|particles`; auto takes the model's exact scorer, Laplace importance sampling for linear Gaussian vector states, a grid filter for scalar states with a transition density, else particles")
 	fs.Var(&s.Gradient, "gradient", "gradient: `auto|cv|plain|full`; auto measures them and keeps the cheapest for the whole run, cv is control variates, full the exact full-data score (deterministic filters only)")
 	fs.Float64Var(&s.StepSize, "step", s.StepSize, "step in posterior-scale units, in (0, 1): SGLD's (0: from the measured gradient noise, at most 0.25) or, with full-data scores, the Langevin proposals' (0: 0.7, tuned to their acceptance rate)")
 	fs.IntVar(&s.WarmUp, "warmup", s.WarmUp, "Adam iterations that look for the mode (0: 300)")

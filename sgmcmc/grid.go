@@ -32,6 +32,9 @@ func (f *fit) chooseFilter(u []float64) error {
 	}
 	if exact && f.s.Filter == AutoFilter {
 		f.path = "the model's exact scorer (ssm.ExactScorer): exact filtering and smoothing, no particles"
+		if f.laplace != nil && f.model == ssm.Model(f.laplace) {
+			f.path, f.prep.Laplace = f.laplace.describe(), true
+		}
 		// Exact (the LGSSM's Kalman filter) beats any grid: no
 		// discretisation, and the preparation's Newton steps run on the
 		// exact full-data log posterior (observedNewton).
@@ -145,7 +148,10 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	}
 	f.log("the deterministic filter failed during the %s (%v): particle filters with N = %d instead", stage, err, f.s.N)
 	what := "grid filter"
-	if f.prep.Exact {
+	switch {
+	case f.prep.Exact && f.laplace != nil && f.model == ssm.Model(f.laplace):
+		what = "Laplace importance sampling"
+	case f.prep.Exact:
 		what = "model's exact scorer"
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
@@ -157,7 +163,7 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	// The discretisation correction belongs to the exact scorer, and the
 	// coarser model to its cost: particles filter the model as given.
 	f.prep.dc = nil
-	f.model, f.trial = f.user, false
+	f.model, f.trial, f.prep.Laplace = f.user, false, false
 	return true
 }
 

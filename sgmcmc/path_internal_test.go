@@ -10,8 +10,9 @@ import (
 
 // TestFilterPath: the fit names the filter it runs on and why
 // (Preparation.Path): the exact scorer of a model that has one, the grid
-// for a scalar state, and particles for a vector state without an exact
-// scorer, naming the state's dimension; FitSettings.Filter and Exact are
+// for a scalar state, Laplace importance sampling for a vector state with
+// linear Gaussian dynamics (MSV), and particles for a vector state with
+// neither, naming the state's dimension; FitSettings.Filter and Exact are
 // said to be the user's choice.
 func TestFilterPath(t *testing.T) {
 	lg := lgssmSimInternal(t)
@@ -38,9 +39,19 @@ func TestFilterPath(t *testing.T) {
 		{"lgssm/exact", models.LGSSM{}, lg, lgU, FitSettings{Exact: true}, []string{"exact scorer", "FitSettings.Exact"}},
 		{"lgssm/particles", models.LGSSM{}, lg, lgU, FitSettings{Filter: ParticleFilter, N: 500}, []string{"particle filters with N = 500", "FitSettings.Filter"}},
 		{"svm", models.SVM{}, col, svmU, FitSettings{}, []string{"grid filter", "scalar state"}},
+		// A vector state without Laplace importance sampling (a fit
+		// constructed here, without newFit's choice), then with it.
 		{"msv", models.MSV{D: 2}, dax, msvU, FitSettings{N: 1000}, []string{"particle filters with N = 1000", "state dimension 2", "no exact scorer"}},
+		{"msv/laplace", models.MSV{D: 2}, dax, msvU, FitSettings{}, []string{"Laplace importance sampling", "32 paths", "ssm.LinearGaussian"}},
 	} {
 		f := &fit{s: c.set, model: c.model, user: c.model, data: c.data, dim: c.model.Dims().Param, log: t.Logf}
+		if strings.HasSuffix(c.name, "/laplace") {
+			f.laplace = newLaplaceModel(c.model, c.u, 0, 1)
+			if f.laplace == nil {
+				t.Fatalf("%s: no Laplace importance sampling for the model", c.name)
+			}
+			f.model = f.laplace
+		}
 		if err := f.chooseFilter(c.u); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

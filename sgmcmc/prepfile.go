@@ -206,9 +206,9 @@ func (f *fit) fingerprint() string {
 		}
 	}
 	s := f.s
-	return fmt.Sprintf("%s|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d",
+	return fmt.Sprintf("%s|%x|S%d B%d N%d NC%d NA%d P%d E%v F%d G%d W%d A%d K%d AW%d h%v seed%d chains%d thin%d init%v prep%d lp%d",
 		modelKey(f.user), h, s.S, s.B, s.N, s.CVParticles, s.AnchorParticles, s.Proposal, s.Exact, s.Filter, s.Gradient, s.WarmUp, s.AnchorPasses, s.NoiseProbes,
-		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init, s.PrepObs)
+		s.AdaptWindow, s.StepSize, s.Seed, s.Chains, s.Thin, s.Init, s.PrepObs, s.LaplacePaths)
 }
 
 // stateValid reports whether the saved proposal, Jacobian and chains'

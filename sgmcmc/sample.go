@@ -441,13 +441,13 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 	if dc := pr.dc; dc != nil {
 		if k, v := argMaxAbs(dc.Shift); v > discretisationMaxShift {
 			post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and the correction towards its finer scorer "+
-				"moves the posterior mean of %s by %.2f posterior sd: it rests on a quadratic model of a large difference; refine the scorer (GARCH: Nodes)",
-				names[k], v))
+				"moves the posterior mean of %s by %.2f posterior sd: it rests on a quadratic model of a large difference; %s",
+				names[k], v, f.refineHint()))
 		}
 		for k, b := range dc.Curve {
 			if dc.Cross == nil && appliedCurve(b) != b {
 				post.Warnings = append(post.Warnings, fmt.Sprintf("the model's exact scorer is exact only up to its discretisation, and its curvature along whitened axis %d differs from the finer scorer's "+
-					"by %.2f (more than %.1f): the correction applies the tilt only; refine the scorer (GARCH: Nodes)", k, b, discretisationMaxCurve))
+					"by %.2f (more than %.1f): the correction applies the tilt only; %s", k, b, discretisationMaxCurve, f.refineHint()))
 				break
 			}
 		}
@@ -474,7 +474,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 		if err := f.checkResidual(ctx, post); err != nil {
 			post.Warnings = append(post.Warnings, "discretisation correction not checked after sampling: "+err.Error())
 		}
-		if w := residualWarning(dc, post.Names); w != "" {
+		if w := residualWarning(dc, post.Names, f.refineHint()); w != "" {
 			post.Warnings = append(post.Warnings, w)
 		}
 	}

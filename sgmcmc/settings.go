@@ -42,11 +42,14 @@ type Filter int
 
 const (
 	// AutoFilter uses the model's ssm.ExactScorer when it has one (the
-	// LGSSM's Kalman filter, GARCH's filter on σ² nodes), else a
-	// pf.GridFilter (pf.GridFor at the warm-up's mode) for models with a
-	// scalar state and a transition density, and particle filters
-	// otherwise or when no grid of at most pf.MaxGridNodes nodes resolves
-	// the filter (the zero value).
+	// LGSSM's Kalman filter, GARCH's filter on σ² nodes), else Laplace
+	// importance sampling (pf.Laplace) when the model's kernel implements
+	// ssm.LinearGaussian and ssm.EmissionCurvature (models.MSV: a vector
+	// state with linear Gaussian dynamics), else a pf.GridFilter
+	// (pf.GridFor at the warm-up's mode) for models with a scalar state
+	// and a transition density, and particle filters otherwise or when no
+	// grid of at most pf.MaxGridNodes nodes resolves the filter (the zero
+	// value). Preparation.Path says which and why.
 	AutoFilter Filter = iota
 	// ParticleFilter always uses particle filters (N, Proposal).
 	ParticleFilter
@@ -106,6 +109,11 @@ type FitSettings struct {
 	// 0 (the default) uses the plain chains' filter (N particles,
 	// ancestral). Models with a degenerate transition (GARCH) always do.
 	CVParticles int
+	// LaplacePaths is the number of importance paths of pf.Laplace for a
+	// model scored by Laplace importance sampling (see AutoFilter), even
+	// (0: 32); its finer scorer has four times as many. Raise it when a
+	// warning says the correction towards the finer scorer falls short.
+	LaplacePaths int
 	// AnchorParticles is the number of particles of the filter that
 	// estimates the full-data score at the mode, whose particle bias the
 	// control-variate chains inherit (0: 16N). The particle smoothers'
@@ -311,6 +319,8 @@ func checkSettings(s FitSettings, params int) error {
 		return bad("S = %d is negative", s.S)
 	case s.N < 0 || s.AnchorParticles < 0 || s.CVParticles < 0:
 		return bad("N = %d, CVParticles = %d and AnchorParticles = %d must not be negative", s.N, s.CVParticles, s.AnchorParticles)
+	case s.LaplacePaths < 0 || s.LaplacePaths%2 != 0:
+		return bad("LaplacePaths = %d must be even and not negative (0: %d)", s.LaplacePaths, laplacePaths)
 	case s.AnchorParticles > 0 && s.AnchorParticles < cmp.Or(s.N, 1000):
 		// The control-variate chains inherit the anchor's particle bias,
 		// which no diagnostic sees: AnchorParticles = 1 on 300 LGSSM steps

@@ -56,6 +56,11 @@ const (
 	predictiveScoreStream = 1 << 61
 	forecastStream        = 1 << 62
 
+	// laplaceSeed is XORed into Seed for the seed of pf.Laplace's
+	// paths (their streams are the windows' bounds, Start<<32 | End), so
+	// that they share no generator with the streams above.
+	laplaceSeed = 0x5851f42d4c957f2d
+
 	// exactStream is the stream of evaluations whose filter is
 	// deterministic (exact scorers), which draw nothing.
 	exactStream = 0

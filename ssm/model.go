@@ -112,6 +112,31 @@ type ExactScorer interface {
 	ExactScore(grad []float64, u []float64, seq Sequence, w Window) (float64, error)
 }
 
+// LinearGaussian is an optional Kernel capability: the state moves by a
+// linear Gaussian transition,
+//
+//	x_t = F x_{t−1} + c + η_t,  η_t ~ N(0, Q),  x_0 ~ ν_0 = N(m0, P0),
+//
+// whatever the emission. LinearGaussian writes F, Q and P0 (State×State,
+// row-major) and c and m0 (length State) into the given slices. With
+// EmissionCurvature it lets a fit score the model by Laplace importance
+// sampling (pf.Laplace) instead of particles: far less noise for a
+// vector state.
+type LinearGaussian interface {
+	LinearGaussian(F, c, Q, m0, P0 []float64)
+}
+
+// EmissionCurvature is an optional Kernel capability: the emission's log
+// density at one state row with its derivatives in the state, for Laplace
+// approximations of p(x_{1:T} | y_{1:T}).
+type EmissionCurvature interface {
+	// LogEmissionCurvature returns log p(y | x) for one row x and writes
+	// its gradient in x into g (length State) and its Hessian into H
+	// (State×State, row-major). Missing components (NaN) add 0 to all
+	// three.
+	LogEmissionCurvature(g, H, y, x []float64) float64
+}
+
 // Coster is an optional capability of an ExactScorer: ScoreCost returns
 // the work of ExactScore per observation, in nanoseconds of a reference
 // machine (one core of a 2-core x86-64 machine, where a scalar Kalman step

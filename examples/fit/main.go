@@ -467,6 +467,9 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 	if c.kalman {
 		return g + ", exact Kalman"
 	}
+	if pr.Laplace {
+		return g + ", Laplace importance sampling"
+	}
 	if pr.Exact {
 		scorer := map[string]string{"lgssm": " (Kalman filter)", "garch": " (filter on σ² nodes)"}[c.model]
 		return g + ", the model's exact scorer" + scorer

@@ -363,3 +363,126 @@ func Model(tb testing.TB, m ssm.Model, u []float64, T int, rng *rand.Rand) {
 		tb.Error(err)
 	}
 }
+
+// CheckLaplace checks the capabilities that Laplace importance sampling
+// (pf.Laplace) needs of the kernel at u, at three random states drawn
+// from the model: that ssm.LinearGaussian's F, c, Q, m0 and P0 give the
+// kernel's own LogTransitions and LogInitial (to 1e-9 relative), and that
+// ssm.EmissionCurvature's value is AddLogEmission's, and its gradient and
+// Hessian their finite differences (to 1e-5 relative), for an emission
+// drawn by SampleEmission with its first component missing and without.
+func CheckLaplace(m ssm.Model, u []float64, rng *rand.Rand) error {
+	k, err := m.Bind(u)
+	if err != nil {
+		return err
+	}
+	lg, ok1 := k.(ssm.LinearGaussian)
+	ec, ok2 := k.(ssm.EmissionCurvature)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("ssmtest: the kernel (%T) does not implement ssm.LinearGaussian and ssm.EmissionCurvature", k)
+	}
+	d := m.Dims()
+	n := d.State
+	F, c, Q, m0, P0 := make([]float64, n*n), make([]float64, n), make([]float64, n*n), make([]float64, n), make([]float64, n*n)
+	lg.LinearGaussian(F, c, Q, m0, P0)
+	gauss := func(x, mean, cov []float64) (float64, error) {
+		cm := mat.NewSymDense(n, append([]float64(nil), cov...))
+		var ch mat.Cholesky
+		if !ch.Factorize(cm) {
+			return 0, fmt.Errorf("%w: covariance %v is not positive definite", ErrMismatch, cov)
+		}
+		dev := mat.NewVecDense(n, nil)
+		for i := range n {
+			dev.SetVec(i, x[i]-mean[i])
+		}
+		sol := mat.NewVecDense(n, nil)
+		if err := ch.SolveVecTo(sol, dev); err != nil {
+			return 0, err
+		}
+		return -0.5*float64(n)*math.Log(2*math.Pi) - 0.5*ch.LogDet() - 0.5*mat.Dot(dev, sol), nil
+	}
+	near := func(what string, got, want, tol float64) error {
+		if !(math.Abs(got-want) <= tol*math.Max(1, math.Abs(want))) {
+			return fmt.Errorf("%w: %s: %.12g, want %.12g", ErrMismatch, what, got, want)
+		}
+		return nil
+	}
+	prev, x, y := make([]float64, n), make([]float64, n), make([]float64, d.Obs)
+	k.SampleInitial(prev, rng)
+	for trial := range 3 {
+		k.SampleTransition(x, prev, rng)
+		// The transition and the initial law.
+		mean := make([]float64, n)
+		for i := range n {
+			mean[i] = c[i]
+			for j := range n {
+				mean[i] += F[i*n+j] * prev[j]
+			}
+		}
+		want, err := gauss(x, mean, Q)
+		if err != nil {
+			return err
+		}
+		got := []float64{0}
+		k.LogTransitions(got, x, prev)
+		if err := near(fmt.Sprintf("log transition density at state %d", trial), got[0], want, 1e-9); err != nil {
+			return err
+		}
+		if want, err = gauss(x, m0, P0); err != nil {
+			return err
+		}
+		if err := near(fmt.Sprintf("log initial density at state %d", trial), k.LogInitial(x), want, 1e-9); err != nil {
+			return err
+		}
+		// The emission, with and without a missing component.
+		k.SampleEmission(y, x, rng)
+		for _, miss := range []bool{false, true} {
+			yy := append([]float64(nil), y...)
+			if miss {
+				yy[0] = math.NaN()
+			}
+			if err := checkCurvature(k, ec, n, yy, x, near); err != nil {
+				return err
+			}
+		}
+		prev, x = x, prev
+	}
+	return nil
+}
+
+// checkCurvature compares EmissionCurvature at x with AddLogEmission and
+// its central differences.
+func checkCurvature(k ssm.Kernel, ec ssm.EmissionCurvature, n int, y, x []float64, near func(string, float64, float64, float64) error) error {
+	g, H := make([]float64, n), make([]float64, n*n)
+	l := ec.LogEmissionCurvature(g, H, y, x)
+	emit := func(x []float64) float64 {
+		v := []float64{0}
+		k.AddLogEmission(v, y, x)
+		return v[0]
+	}
+	if err := near("log emission density", l, emit(x), 1e-12); err != nil {
+		return err
+	}
+	const h = 1e-4
+	xp := append([]float64(nil), x...)
+	g2, H2 := make([]float64, n), make([]float64, n*n)
+	for i := range n {
+		xp[i] = x[i] + h
+		fp := emit(xp)
+		ec.LogEmissionCurvature(g2, H2, y, xp)
+		hp := append([]float64(nil), g2...)
+		xp[i] = x[i] - h
+		fm := emit(xp)
+		ec.LogEmissionCurvature(g2, H2, y, xp)
+		xp[i] = x[i]
+		if err := near(fmt.Sprintf("emission gradient %d (y = %v)", i, y), g[i], (fp-fm)/(2*h), 1e-5); err != nil {
+			return err
+		}
+		for j := range n {
+			if err := near(fmt.Sprintf("emission Hessian %d,%d (y = %v)", i, j, y), H[j*n+i], (hp[j]-g2[j])/(2*h), 1e-5); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,676 @@
+package pf
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// Laplace importance sampling.
+//
+// For a kernel whose state moves by a linear Gaussian transition
+// (ssm.LinearGaussian: x_s = F x_{s−1} + c + η_s, η_s ~ N(0, Q), x_0 ~
+// N(m0, P0)) and whose emission has derivatives in the state
+// (ssm.EmissionCurvature), Laplace estimates the log-likelihood of a
+// window and its smoothed score (Fisher's identity) without particles, as
+// Durbin and Koopman (1997) and Shephard and Pitt (1997) do for
+// stochastic volatility:
+//
+//  1. The mode x̂_{0:n} of p(x_{0:n} | y) is found by Newton's method: at
+//     x̂ each emission ℓ_s(x) = log p(y_s | x) is replaced by its
+//     second-order expansion q_s(x) = c_s + h_sᵀx − ½ xᵀΛ_s x
+//     (Λ_s = −∇²ℓ_s(x̂_s), h_s = ∇ℓ_s(x̂_s) + Λ_s x̂_s), whose posterior
+//     mean under the linear Gaussian prior — a Kalman filter in
+//     information form and a Rauch–Tung–Striebel smoother — is the next
+//     x̂ (with step halving until log p(x, y) does not fall). The Newton
+//     steps stop at a step below laplaceTol; a log-concave emission (the
+//     SV models') makes the problem concave.
+//  2. The q_s are then refitted laplaceRefits times by weighted least
+//     squares over Gauss–Hermite nodes of the Gaussian model's smoothed
+//     marginals (numerically accelerated importance sampling: Koopman,
+//     Lucas and Scharth 2015), so that ℓ_s − q_s is small where the
+//     smoothing law has its mass, not only at the mode. The Gaussian model
+//     g(x | y) ∝ p(x) Π_s exp(q_s(x_s)) is the proposal. The same Kalman filter gives its normaliser
+//     ĝ(y) = ∫ p(x) Π_s exp(q_s(x_s)) dx exactly, and M paths are drawn
+//     from it by the simulation smoother (forward filtering, backward
+//     sampling) in antithetic pairs.
+//  3. p(y | θ) = ĝ(y) E_g[w(x)], w(x) = Π_s p(y_s | x_s)/exp(q_s(x_s)),
+//     is estimated by ĝ(y) (1/M) Σ_m w(x^m) (unbiased), and the score
+//     E[Σ_t h_t | y] by the self-normalised weighted sum of the paths'
+//     pairwise statistics (ssm.Kernel.AddScore).
+//
+// The M paths use common random numbers, fixed by Seed and the window, so
+// that the estimate is a smooth, deterministic function of θ: the
+// Laplace approximation moves with θ and the paths with it. Its error is
+// the importance sampling's, small when the Laplace approximation is
+// close to p(x | y) (it is exact for a Gaussian emission, where every
+// weight is 1); ESS reports it. The cost is O(n d³) per Newton step
+// and O(M n d²) for the paths.
+
+// DefaultLaplacePaths is Laplace's number of paths M when Paths is 0.
+const DefaultLaplacePaths = 32
+
+// laplaceTol is the largest change of any state component at which the
+// Newton steps stop (after one more step, whose quadratic convergence
+// puts the mode at working precision), and laplaceMaxSteps the most
+// steps taken.
+const (
+	laplaceTol      = 1e-7
+	laplaceMaxSteps = 100
+)
+
+// laplaceRefits is the number of Gauss–Hermite refits of the Gaussian
+// model after the Laplace expansion (refitGH): on MSV{D: 2} over 2,000
+// simulated rows, M = 32 paths, the log-likelihood's sd over seeds was
+// 0.69 with three refits by least squares on the paths and 0.32 with
+// three Gauss–Hermite refits.
+const laplaceRefits = 3
+
+// ErrLaplace is wrapped by Laplace's errors: a kernel without the
+// capabilities it needs, or a Newton step that found no positive definite
+// covariance or no mode.
+var ErrLaplace = errors.New("pf: Laplace importance sampling")
+
+// Laplace scores windows by Laplace importance sampling (see the
+// comment above). The zero value uses DefaultLaplacePaths paths and seed
+// 0. A Laplace owns its buffers: after the first call with the same sizes
+// it allocates nothing. It is not safe for concurrent use.
+type Laplace struct {
+	// Paths is the number M of importance paths, even (antithetic pairs);
+	// 0 means DefaultLaplacePaths.
+	Paths int
+	// Seed fixes the paths' random numbers (with the window's bounds).
+	Seed uint64
+	// ESS is the effective sample size (Σw)²/Σw² of the last call's
+	// importance weights, in (0, Paths], and Steps its Newton steps.
+	ESS   float64
+	Steps int
+
+	ws laplaceWork
+}
+
+// laplaceWork holds Laplace's buffers; S = n + 1 states.
+type laplaceWork struct {
+	d, p, m, S               int
+	F, c, Q, m0, P0, lq, lp0 []float64
+	xhat, xnew, xs           []float64 // S×d
+	mp, mf                   []float64 // S×d
+	pp, ppinv, pf            []float64 // S×d²
+	g, lam, hvec             []float64 // S×d (g: scratch), S×d², S×d
+	cs                       []float64 // S
+	cs0, hv0, lam0           []float64 // the last good q_s (refitGH)
+	xtx, xty, feat           []float64 // least-squares scratch
+	vs                       []float64 // S×d²: smoothed covariances (refitGH)
+	node, ll                 []float64 // d: a quadrature node; scratch
+	jmat, lc                 []float64 // S×d²: J_s and the factor of the conditional covariance
+	paths                    []float64 // S×M×d, state s of path m at (s·M + m)·d
+	z                        []float64 // d
+	lw, tmp                  []float64 // M
+	h                        []float64 // M×p
+	v1, v2, v3, a1, a2, a3   []float64 // d, d², scratch
+}
+
+func (w *laplaceWork) init(d, p, m, S int) {
+	if w.d == d && w.p == p && w.m == m && w.S >= S {
+		return
+	}
+	w.d, w.p, w.m, w.S = d, p, m, S
+	d2 := d * d
+	w.F, w.c, w.Q, w.m0, w.P0 = make([]float64, d2), make([]float64, d), make([]float64, d2), make([]float64, d), make([]float64, d2)
+	w.lq, w.lp0 = make([]float64, d2), make([]float64, d2)
+	w.xhat, w.xnew, w.xs = make([]float64, S*d), make([]float64, S*d), make([]float64, S*d)
+	w.mp, w.mf = make([]float64, S*d), make([]float64, S*d)
+	w.pp, w.ppinv, w.pf = make([]float64, S*d2), make([]float64, S*d2), make([]float64, S*d2)
+	w.g, w.lam, w.hvec = make([]float64, S*d), make([]float64, S*d2), make([]float64, S*d)
+	w.cs = make([]float64, S)
+	w.cs0, w.hv0, w.lam0 = make([]float64, S), make([]float64, S*d), make([]float64, S*d2)
+	nf := 1 + d + d*(d+1)/2
+	w.xtx, w.xty, w.feat = make([]float64, nf*nf), make([]float64, nf), make([]float64, nf)
+	w.vs = make([]float64, S*d2)
+	w.node, w.ll = make([]float64, d), make([]float64, 1)
+	w.jmat, w.lc = make([]float64, S*d2), make([]float64, S*d2)
+	w.paths = make([]float64, S*m*d)
+	w.z = make([]float64, d)
+	w.lw, w.tmp = make([]float64, m), make([]float64, m)
+	w.h = make([]float64, m*p)
+	w.v1, w.v2, w.v3 = make([]float64, d), make([]float64, d), make([]float64, d)
+	w.a1, w.a2, w.a3 = make([]float64, d2), make([]float64, d2), make([]float64, d2)
+}
+
+// Score returns the estimate of log p(y[w.Start:w.End] | θ) of the kernel
+// k (the state before w.Start distributed as ν_0) and, when grad is not
+// nil, adds to it the estimate of Σ_{t∈[KeepStart,KeepEnd)} w_t E[h_t |
+// y_window] (and the initial term when w.KeepsInitial()), h_t the
+// kernel's pairwise statistic: the contract of ssm.ExactScorer, with
+// importance-sampling error.
+func (l *Laplace) Score(grad []float64, k ssm.Kernel, dims ssm.Dims, seq ssm.Sequence, win ssm.Window) (float64, error) {
+	lg, ok1 := k.(ssm.LinearGaussian)
+	ec, ok2 := k.(ssm.EmissionCurvature)
+	if !ok1 || !ok2 {
+		return 0, fmt.Errorf("%w: the kernel (%T) needs ssm.LinearGaussian and ssm.EmissionCurvature", ErrLaplace, k)
+	}
+	m := l.Paths
+	if m == 0 {
+		m = DefaultLaplacePaths
+	}
+	if m < 2 || m%2 != 0 {
+		return 0, fmt.Errorf("%w: Paths = %d must be even and positive", ErrLaplace, m)
+	}
+	if err := win.Validate(seq.Len()); err != nil {
+		return 0, err
+	}
+	if grad != nil && len(grad) != dims.Param {
+		return 0, fmt.Errorf("%w: len(grad) = %d, the model has %d parameters", ErrLaplace, len(grad), dims.Param)
+	}
+	d, n := dims.State, win.End-win.Start
+	w := &l.ws
+	w.init(d, dims.Param, m, n+1)
+	lg.LinearGaussian(w.F, w.c, w.Q, w.m0, w.P0)
+	if !chol(w.lq, w.Q, d) || !chol(w.lp0, w.P0, d) {
+		return 0, fmt.Errorf("%w: the transition's Q or the initial P0 is not positive definite", ErrLaplace)
+	}
+	steps, err := l.mode(ec, seq, win, n)
+	l.Steps = steps
+	if err != nil {
+		return 0, err
+	}
+	lnG, err := w.expand(ec, seq, win, n)
+	if err != nil {
+		return 0, err
+	}
+	key := uint64(win.Start)<<32 | uint64(win.End)
+	for range laplaceRefits {
+		if lnG, err = w.refitGH(k, seq, win, n, lnG); err != nil {
+			return 0, err
+		}
+	}
+	if err := w.backward(n); err != nil {
+		return 0, err
+	}
+	w.draw(n, rand.New(rand.NewPCG(l.Seed, key)))
+	lme, ess := w.weigh(k, seq, win, n)
+	l.ESS = ess
+	ll := lnG + lme
+	if math.IsNaN(ll) || math.IsInf(ll, 0) {
+		return 0, fmt.Errorf("%w: log-likelihood %v", ErrNonFinite, ll)
+	}
+	if grad != nil {
+		w.score(grad, k, seq, win, n)
+	}
+	return ll, nil
+}
+
+// mode runs the Newton steps from the prior mean path to x̂ (w.xhat).
+func (l *Laplace) mode(ec ssm.EmissionCurvature, seq ssm.Sequence, win ssm.Window, n int) (int, error) {
+	w := &l.ws
+	d := w.d
+	copy(w.xhat[:d], w.m0)
+	for s := 1; s <= n; s++ {
+		matVec(w.xhat[s*d:(s+1)*d], w.F, w.xhat[(s-1)*d:s*d], d)
+		for i := 0; i < d; i++ {
+			w.xhat[s*d+i] += w.c[i]
+		}
+	}
+	obj := w.objective(ec, seq, win, n, w.xhat)
+	last := false
+	for step := 1; step <= laplaceMaxSteps; step++ {
+		if _, err := w.expand(ec, seq, win, n); err != nil {
+			return step, err
+		}
+		w.smoothMeans(n)
+		alpha, moved := 1.0, 0.0
+		var next float64
+		for range 40 {
+			moved = 0
+			for i, v := range w.xhat[:(n+1)*d] {
+				w.xnew[i] = v + alpha*(w.xs[i]-v)
+				moved = math.Max(moved, math.Abs(w.xnew[i]-v))
+			}
+			next = w.objective(ec, seq, win, n, w.xnew)
+			if next >= obj-1e-12*math.Abs(obj) {
+				break
+			}
+			alpha /= 2
+		}
+		if math.IsNaN(next) {
+			return step, fmt.Errorf("%w: the mode's log density is NaN", ErrLaplace)
+		}
+		w.xhat, w.xnew = w.xnew, w.xhat
+		obj = next
+		if last {
+			return step, nil
+		}
+		last = moved < laplaceTol
+	}
+	return laplaceMaxSteps, fmt.Errorf("%w: Newton's method found no mode of p(x | y) in %d steps", ErrLaplace, laplaceMaxSteps)
+}
+
+// objective returns log p(x_{0:n}) + Σ_s log p(y_s | x_s) up to a
+// constant, with the emission's value from EmissionCurvature.
+func (w *laplaceWork) objective(ec ssm.EmissionCurvature, seq ssm.Sequence, win ssm.Window, n int, x []float64) float64 {
+	d := w.d
+	e := w.v1
+	for i := 0; i < d; i++ {
+		e[i] = x[i] - w.m0[i]
+	}
+	lowerSolve(w.lp0, e, d)
+	obj := -0.5 * dot(e, e)
+	for s := 1; s <= n; s++ {
+		xs, prev := x[s*d:(s+1)*d], x[(s-1)*d:s*d]
+		matVec(e, w.F, prev, d)
+		for i := 0; i < d; i++ {
+			e[i] = xs[i] - e[i] - w.c[i]
+		}
+		lowerSolve(w.lq, e, d)
+		obj -= 0.5 * dot(e, e)
+		obj += ec.LogEmissionCurvature(w.v2, w.a1, seq.At(win.Start+s-1), xs)
+	}
+	return obj
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// expand expands every emission at w.xhat (Λ_s, h_s, c_s) and runs the
+// information-form Kalman filter of the Gaussian model; it returns
+// log ĝ(y).
+func (w *laplaceWork) expand(ec ssm.EmissionCurvature, seq ssm.Sequence, win ssm.Window, n int) (float64, error) {
+	d := w.d
+	d2 := d * d
+	for s := 1; s <= n; s++ {
+		xh := w.xhat[s*d : (s+1)*d]
+		g, lam, hv := w.g[s*d:(s+1)*d], w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
+		ls := ec.LogEmissionCurvature(g, lam, seq.At(win.Start+s-1), xh)
+		for i := range lam[:d2] {
+			lam[i] = -lam[i]
+		}
+		symmetrize(lam, d)
+		matVec(hv, lam, xh, d)
+		for i := 0; i < d; i++ {
+			hv[i] += g[i]
+		}
+		w.cs[s] = ls - dot(g, xh) - 0.5*quadForm(lam, xh, d)
+	}
+	return w.filter(n)
+}
+
+// filter runs the information-form Kalman filter of the Gaussian model
+// p(x) Π_s exp(q_s(x_s)), q_s(x) = c_s + h_sᵀx − ½ xᵀΛ_s x, and returns
+// log ĝ(y), the log of its normaliser.
+func (w *laplaceWork) filter(n int) (float64, error) {
+	d := w.d
+	d2 := d * d
+	copy(w.mf[:d], w.m0)
+	copy(w.pf[:d2], w.P0)
+	lnG := 0.0
+	for s := 1; s <= n; s++ {
+		lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
+		// Predict.
+		mp, pp := w.mp[s*d:(s+1)*d], w.pp[s*d2:(s+1)*d2]
+		matVec(mp, w.F, w.mf[(s-1)*d:s*d], d)
+		for i := 0; i < d; i++ {
+			mp[i] += w.c[i]
+		}
+		matMul(w.a1, w.F, w.pf[(s-1)*d2:s*d2], d)
+		matMulT(pp, w.a1, w.F, d)
+		for i := range pp {
+			pp[i] += w.Q[i]
+		}
+		symmetrize(pp, d)
+		// Update in information form: A = P⁻⁻¹ + Λ, b = P⁻⁻¹ m⁻ + h.
+		if !chol(w.a2, pp, d) {
+			return 0, fmt.Errorf("%w: predicted covariance at step %d is not positive definite", ErrLaplace, s)
+		}
+		logDetP := logDetChol(w.a2, d)
+		ppinv := w.ppinv[s*d2 : (s+1)*d2]
+		cholInverse(ppinv, w.a2, d, w.v2)
+		matVec(w.v3, ppinv, mp, d) // P⁻⁻¹ m⁻
+		mpq := dot(mp, w.v3)
+		a := w.a1
+		for i := range a[:d2] {
+			a[i] = ppinv[i] + lam[i]
+		}
+		if !chol(w.a3, a, d) {
+			return 0, fmt.Errorf("%w: the emission's negative Hessian makes no positive definite posterior at step %d (the emission is not log-concave there)", ErrLaplace, s)
+		}
+		mf := w.mf[s*d : (s+1)*d]
+		for i := 0; i < d; i++ {
+			mf[i] = w.v3[i] + hv[i]
+		}
+		b := w.v1
+		copy(b, mf)
+		cholSolve(w.a3, mf, d)
+		cholInverse(w.pf[s*d2:(s+1)*d2], w.a3, d, w.v2)
+		lnG += w.cs[s] - 0.5*mpq + 0.5*dot(b, mf) - 0.5*logDetP - 0.5*logDetChol(w.a3, d)
+	}
+	return lnG, nil
+}
+
+// smoothMeans sets w.xs to the smoothed means of the Gaussian model
+// (Rauch–Tung–Striebel).
+func (w *laplaceWork) smoothMeans(n int) {
+	d := w.d
+	d2 := d * d
+	copy(w.xs[n*d:(n+1)*d], w.mf[n*d:(n+1)*d])
+	for s := n - 1; s >= 0; s-- {
+		// J = P_s Fᵀ P⁻_{s+1}⁻¹.
+		matMulT(w.a1, w.pf[s*d2:(s+1)*d2], w.F, d)
+		matMul(w.a2, w.a1, w.ppinv[(s+1)*d2:(s+2)*d2], d)
+		for i := 0; i < d; i++ {
+			w.v1[i] = w.xs[(s+1)*d+i] - w.mp[(s+1)*d+i]
+		}
+		matVec(w.v2, w.a2, w.v1, d)
+		for i := 0; i < d; i++ {
+			w.xs[s*d+i] = w.mf[s*d+i] + w.v2[i]
+		}
+	}
+}
+
+// backward computes, for the simulation smoother, J_s and the lower
+// factor of the conditional covariance P_s − J_s P⁻_{s+1} J_sᵀ of x_s
+// given x_{s+1} (s = n: the filtering covariance).
+func (w *laplaceWork) backward(n int) error {
+	d := w.d
+	d2 := d * d
+	if !chol(w.lc[n*d2:(n+1)*d2], w.pf[n*d2:(n+1)*d2], d) {
+		return fmt.Errorf("%w: the filtering covariance at the window's end is not positive definite", ErrLaplace)
+	}
+	for s := n - 1; s >= 0; s-- {
+		j := w.jmat[s*d2 : (s+1)*d2]
+		pf := w.pf[s*d2 : (s+1)*d2]
+		matMulT(w.a1, pf, w.F, d)
+		matMul(j, w.a1, w.ppinv[(s+1)*d2:(s+2)*d2], d)
+		// C = P_s − J F P_s (J P⁻ Jᵀ = P_s Fᵀ P⁻⁻¹ F P_s = J F P_s).
+		matMul(w.a2, w.F, pf, d)
+		matMul(w.a3, j, w.a2, d)
+		for i := range w.a3[:d2] {
+			w.a3[i] = pf[i] - w.a3[i]
+		}
+		symmetrize(w.a3, d)
+		if !chol(w.lc[s*d2:(s+1)*d2], w.a3, d) {
+			// Q tiny relative to P: the state is a function of the next;
+			// a jitter of 1e-12 of its scale keeps the draw defined.
+			tr := 0.0
+			for i := 0; i < d; i++ {
+				tr += math.Abs(pf[i*d+i])
+			}
+			for i := 0; i < d; i++ {
+				w.a3[i*d+i] += 1e-12 * (tr + 1e-300)
+			}
+			if !chol(w.lc[s*d2:(s+1)*d2], w.a3, d) {
+				return fmt.Errorf("%w: the smoothing covariance at step %d is not positive definite", ErrLaplace, s)
+			}
+		}
+	}
+	return nil
+}
+
+// draw fills w.paths with M/2 antithetic pairs from the Gaussian model by
+// backward sampling, with standard normals from rng.
+func (w *laplaceWork) draw(n int, rng *rand.Rand) {
+	d, m := w.d, w.m
+	d2 := d * d
+	for p := 0; p < m; p += 2 {
+		for s := n; s >= 0; s-- {
+			for i := range w.z {
+				w.z[i] = rng.NormFloat64()
+			}
+			lowerVec(w.v1, w.lc[s*d2:(s+1)*d2], w.z, d)
+			for sign, q := 1.0, p; q < p+2; sign, q = -1, q+1 {
+				x := w.paths[(s*m+q)*d : (s*m+q+1)*d]
+				if s == n {
+					copy(x, w.mf[n*d:(n+1)*d])
+				} else {
+					next := w.paths[((s+1)*m+q)*d : ((s+1)*m+q+1)*d]
+					for i := 0; i < d; i++ {
+						w.v2[i] = next[i] - w.mp[(s+1)*d+i]
+					}
+					matVec(x, w.jmat[s*d2:(s+1)*d2], w.v2, d)
+					for i := 0; i < d; i++ {
+						x[i] += w.mf[s*d+i]
+					}
+				}
+				for i := 0; i < d; i++ {
+					x[i] += sign * w.v1[i]
+				}
+			}
+		}
+	}
+}
+
+// weigh sets w.lw to the paths' log weights Σ_s log p(y_s | x_s) − q_s(x_s)
+// and returns log of their mean and their ESS.
+func (w *laplaceWork) weigh(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int) (lme, ess float64) {
+	d, m := w.d, w.m
+	d2 := d * d
+	clear(w.lw)
+	for s := 1; s <= n; s++ {
+		blk := w.paths[s*m*d : (s+1)*m*d]
+		clear(w.tmp)
+		k.AddLogEmission(w.tmp, seq.At(win.Start+s-1), blk)
+		lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
+		for q := 0; q < m; q++ {
+			x := blk[q*d : (q+1)*d]
+			w.lw[q] += w.tmp[q] - (w.cs[s] + dot(hv, x) - 0.5*quadForm(lam, x, d))
+		}
+	}
+	top := math.Inf(-1)
+	for _, v := range w.lw {
+		top = math.Max(top, v)
+	}
+	s1, s2 := 0.0, 0.0
+	for _, v := range w.lw {
+		e := math.Exp(v - top)
+		s1 += e
+		s2 += e * e
+	}
+	return top + math.Log(s1/float64(m)), s1 * s1 / s2
+}
+
+// score adds the weighted paths' statistic to grad.
+func (w *laplaceWork) score(grad []float64, k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int) {
+	d, m, p := w.d, w.m, w.p
+	clear(w.h)
+	if win.KeepsInitial() {
+		k.AddScore(w.h, win.Weight(0), nil, w.paths[:m*d], nil)
+	}
+	for t := win.KeepStart; t < win.KeepEnd; t++ {
+		s := t - win.Start + 1
+		k.AddScore(w.h, win.Weight(t), seq.At(t), w.paths[s*m*d:(s+1)*m*d], w.paths[(s-1)*m*d:s*m*d])
+	}
+	top := math.Inf(-1)
+	for _, v := range w.lw {
+		top = math.Max(top, v)
+	}
+	tot := 0.0
+	for q := range w.tmp {
+		w.tmp[q] = math.Exp(w.lw[q] - top)
+		tot += w.tmp[q]
+	}
+	for q := 0; q < m; q++ {
+		wq := w.tmp[q] / tot
+		for j := 0; j < p; j++ {
+			grad[j] += wq * w.h[q*p+j]
+		}
+	}
+}
+
+// quadFeatures writes 1, x_i and x_i x_j (i ≤ j, row by row) into f.
+func quadFeatures(f, x []float64) {
+	f[0] = 1
+	d := len(x)
+	copy(f[1:1+d], x)
+	c := 1 + d
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			f[c] = x[i] * x[j]
+			c++
+		}
+	}
+}
+
+// allMissing reports whether every component of y is NaN.
+func allMissing(y []float64) bool {
+	for _, v := range y {
+		if !math.IsNaN(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Gauss–Hermite rules for N(0, 1): nodes and weights, 5 points per axis
+// for d ≤ 3 and 3 for larger states (3^d nodes).
+var (
+	gh5Nodes   = []float64{-2.856970013872806, -1.355626179974266, 0, 1.355626179974266, 2.856970013872806}
+	gh5Weights = []float64{0.011257411327720691, 0.2220759220056126, 0.5333333333333333, 0.2220759220056126, 0.011257411327720691}
+	gh3Nodes   = []float64{-math.Sqrt(3), 0, math.Sqrt(3)}
+	gh3Weights = []float64{1.0 / 6, 2.0 / 3, 1.0 / 6}
+)
+
+// smoothCovs sets w.xs and w.vs to the Gaussian model's smoothed means
+// and covariances (Rauch–Tung–Striebel).
+func (w *laplaceWork) smoothCovs(n int) {
+	d := w.d
+	d2 := d * d
+	copy(w.xs[n*d:(n+1)*d], w.mf[n*d:(n+1)*d])
+	copy(w.vs[n*d2:(n+1)*d2], w.pf[n*d2:(n+1)*d2])
+	for s := n - 1; s >= 0; s-- {
+		pf := w.pf[s*d2 : (s+1)*d2]
+		matMulT(w.a1, pf, w.F, d)
+		matMul(w.a2, w.a1, w.ppinv[(s+1)*d2:(s+2)*d2], d) // J
+		for i := 0; i < d; i++ {
+			w.v1[i] = w.xs[(s+1)*d+i] - w.mp[(s+1)*d+i]
+		}
+		matVec(w.v2, w.a2, w.v1, d)
+		for i := 0; i < d; i++ {
+			w.xs[s*d+i] = w.mf[s*d+i] + w.v2[i]
+		}
+		// V_s = P_s + J (V_{s+1} − P⁻_{s+1}) Jᵀ.
+		for i := range w.a3[:d2] {
+			w.a3[i] = w.vs[(s+1)*d2+i] - w.pp[(s+1)*d2+i]
+		}
+		matMul(w.a1, w.a2, w.a3, d)
+		matMulT(w.a3, w.a1, w.a2, d)
+		vs := w.vs[s*d2 : (s+1)*d2]
+		for i := range vs {
+			vs[i] = pf[i] + w.a3[i]
+		}
+		symmetrize(vs, d)
+	}
+}
+
+// refitGH replaces each q_s by the weighted least-squares fit of the
+// emission log p(y_s | x) over Gauss–Hermite nodes of the Gaussian
+// model's smoothed marginal N(μ_s, V_s) (features 1, x_i and x_i x_j):
+// the numerically accelerated importance sampling of Koopman, Lucas and
+// Scharth (2015), which makes ℓ_s − q_s small where the smoothed law puts
+// its mass rather than at the mode only. It returns log ĝ(y) of the
+// refitted model, or keeps the current one where a fit fails or makes no
+// positive definite model. Deterministic: no random numbers.
+func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int, lnG float64) (float64, error) {
+	d := w.d
+	d2 := d * d
+	w.smoothCovs(n)
+	copy(w.cs0, w.cs)
+	copy(w.hv0, w.hvec)
+	copy(w.lam0, w.lam)
+	nodes, weights := gh5Nodes, gh5Weights
+	if d > 3 {
+		nodes, weights = gh3Nodes, gh3Weights
+	}
+	K := len(nodes)
+	total := 1
+	for range d {
+		total *= K
+	}
+	nf := len(w.feat)
+	for s := 1; s <= n; s++ {
+		y := seq.At(win.Start + s - 1)
+		if allMissing(y) {
+			continue
+		}
+		if !chol(w.a1, w.vs[s*d2:(s+1)*d2], d) {
+			continue
+		}
+		clear(w.xtx)
+		clear(w.xty)
+		for c := 0; c < total; c++ {
+			wt, r := 1.0, c
+			for i := 0; i < d; i++ {
+				j := r % K
+				r /= K
+				w.z[i] = nodes[j]
+				wt *= weights[j]
+			}
+			lowerVec(w.node, w.a1, w.z, d)
+			for i := 0; i < d; i++ {
+				w.node[i] += w.xs[s*d+i]
+			}
+			w.ll[0] = 0
+			k.AddLogEmission(w.ll, y, w.node)
+			quadFeatures(w.feat, w.node)
+			for a, fa := range w.feat {
+				w.xty[a] += wt * fa * w.ll[0]
+				for b := 0; b <= a; b++ {
+					w.xtx[a*nf+b] += wt * fa * w.feat[b]
+				}
+			}
+		}
+		tr := 0.0
+		for a := 0; a < nf; a++ {
+			tr += w.xtx[a*nf+a]
+			for b := a + 1; b < nf; b++ {
+				w.xtx[a*nf+b] = w.xtx[b*nf+a]
+			}
+		}
+		for a := 0; a < nf; a++ {
+			w.xtx[a*nf+a] += 1e-12 * tr
+		}
+		if !chol(w.xtx, w.xtx, nf) {
+			continue
+		}
+		cholSolve(w.xtx, w.xty, nf)
+		if fmath.FirstNonFinite(w.xty) < 0 {
+			w.setQ(s, w.xty)
+		}
+	}
+	next, err := w.filter(n)
+	if err != nil || math.IsNaN(next) || math.IsInf(next, 0) {
+		copy(w.cs, w.cs0)
+		copy(w.hvec, w.hv0)
+		copy(w.lam, w.lam0)
+		return w.filter(n)
+	}
+	return next, nil
+}
+
+// setQ sets q_s from least-squares coefficients β over quadFeatures:
+// q(x) = β_0 + Σ β_i x_i + Σ_{i≤j} β_ij x_i x_j.
+func (w *laplaceWork) setQ(s int, beta []float64) {
+	d := w.d
+	d2 := d * d
+	lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
+	w.cs[s] = beta[0]
+	copy(hv, beta[1:1+d])
+	c := 1 + d
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			if i == j {
+				lam[i*d+i] = -2 * beta[c]
+			} else {
+				lam[i*d+j], lam[j*d+i] = -beta[c], -beta[c]
+			}
+			c++
+		}
+	}
+}

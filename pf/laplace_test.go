@@ -1,0 +1,211 @@
+package pf_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+func lgssmd2(t *testing.T, T int) (models.LGSSMd, []float64, ssm.Sequence) {
+	t.Helper()
+	m := models.LGSSMd{D: 2}
+	u, err := m.Params([]float64{0.8, 0.1, -0.2, 0.6}, []float64{0.5, 0.4}, []float64{0.3, 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, y, err := m.Simulate(T, u, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y.Y[2*17] = math.NaN() // one missing component
+	return m, u, y
+}
+
+// TestLaplaceKalman: for a linear Gaussian emission (LGSSMd, d = 2) the
+// Laplace approximation is p(x | y) itself, so every importance weight is
+// 1 and the log-likelihood equals the Kalman filter's to rounding, for
+// the whole series and for a buffered window; the score, an average over
+// the paths, is unbiased: its mean over 40 seeds is within 4 standard
+// errors of the Kalman smoother's, per coordinate.
+func TestLaplaceKalman(t *testing.T) {
+	m, u, y := lgssmd2(t, 300)
+	k, err := m.Bind(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []ssm.Window{ssm.Full(300), {Start: 100, End: 200, KeepStart: 120, KeepEnd: 180}} {
+		want := make([]float64, len(u))
+		llK, err := m.ExactScore(want, u, y, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const seeds = 40
+		mean, m2 := make([]float64, len(u)), make([]float64, len(u))
+		for s := range uint64(seeds) {
+			l := pf.Laplace{Seed: s}
+			g := make([]float64, len(u))
+			ll, err := l.Score(g, k, m.Dims(), y, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(ll-llK) > 1e-6 || l.ESS < pf.DefaultLaplacePaths-1e-9 {
+				t.Fatalf("window %+v, seed %d: log-likelihood %.10f (ESS %.2f), Kalman %.10f", w, s, ll, l.ESS, llK)
+			}
+			for j, v := range g {
+				mean[j] += v / seeds
+				m2[j] += v * v / seeds
+			}
+		}
+		for j := range mean {
+			se := math.Sqrt(math.Max(m2[j]-mean[j]*mean[j], 0) / (seeds - 1))
+			if math.Abs(mean[j]-want[j]) > 4*se+1e-9 {
+				t.Errorf("window %+v: score %d: %.4f ± %.4f, Kalman %.4f", w, j, mean[j], se, want[j])
+			}
+		}
+	}
+}
+
+// TestLaplaceParticles: on the multivariate SV model (D = 2, T = 200,
+// simulated) the Laplace estimate of p(y | u) agrees with the bootstrap
+// particle filter's: both unbiased for p(y | u), their means on the
+// likelihood scale over independent runs (20 Laplace seeds, 20 filters of
+// N = 5,000) within 4 standard errors of their difference (delta method
+// on the log scale).
+func TestLaplaceParticles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 particle filters of 5,000 particles: long test")
+	}
+	m := models.MSV{D: 2}
+	u, err := m.Params([]float64{0.95, 0.9}, []float64{0.2, 0.3}, []float64{0.5}, []float64{1, 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, y, err := m.Simulate(200, u, rand.New(rand.NewPCG(5, 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := m.Bind(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 20
+	lap, part := make([]float64, runs), make([]float64, runs)
+	f, err := pf.New(pf.Settings{N: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		l := pf.Laplace{Seed: uint64(i)}
+		if lap[i], err = l.Score(nil, k, m.Dims(), y, ssm.Full(200)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.Run(context.Background(), k, m.Dims(), y, ssm.Full(200), nil, nil, rand.New(rand.NewPCG(7, uint64(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		part[i] = res.LogLik
+	}
+	lmL, seL := logMeanExpSE(lap)
+	lmP, seP := logMeanExpSE(part)
+	t.Logf("log p(y | u): Laplace %.4f ± %.4f, particles %.4f ± %.4f", lmL, seL, lmP, seP)
+	if d, se := lmL-lmP, math.Hypot(seL, seP); math.Abs(d) > 4*se {
+		t.Errorf("Laplace %.4f and particles %.4f differ by %.4f, more than 4 standard errors (%.4f)", lmL, lmP, d, 4*se)
+	}
+}
+
+// logMeanExpSE returns log of the mean of e^l and its delta-method
+// standard error.
+func logMeanExpSE(l []float64) (float64, float64) {
+	top := math.Inf(-1)
+	for _, v := range l {
+		top = math.Max(top, v)
+	}
+	n := float64(len(l))
+	s1, s2 := 0.0, 0.0
+	for _, v := range l {
+		e := math.Exp(v - top)
+		s1 += e
+		s2 += e * e
+	}
+	mean := s1 / n
+	sd := math.Sqrt(math.Max(s2/n-mean*mean, 0) * n / (n - 1))
+	return top + math.Log(mean), sd / (math.Sqrt(n) * mean)
+}
+
+// TestLaplaceSmooth: with its random numbers fixed by the seed, the
+// estimate is a smooth function of u: the same value at the same u, and
+// a second difference over δ = 10⁻³ in each coordinate of order δ² (the
+// importance weights' resampled paths would make jumps of order 1).
+func TestLaplaceSmooth(t *testing.T) {
+	m := models.MSV{D: 2}
+	u, err := m.Params([]float64{0.95, 0.9}, []float64{0.2, 0.3}, []float64{0.5}, []float64{1, 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, y, err := m.Simulate(500, u, rand.New(rand.NewPCG(5, 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(v []float64) float64 {
+		k, err := m.Bind(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := pf.Laplace{Seed: 9}
+		ll, err := l.Score(nil, k, m.Dims(), y, ssm.Full(500))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ll
+	}
+	l0 := at(u)
+	if again := at(u); again != l0 {
+		t.Fatalf("same seed and u: %v then %v", l0, again)
+	}
+	const delta = 1e-3
+	for j := range u {
+		up, dn := append([]float64(nil), u...), append([]float64(nil), u...)
+		up[j] += delta
+		dn[j] -= delta
+		d2 := at(up) - 2*l0 + at(dn)
+		t.Logf("coordinate %d: second difference %.3g", j, d2)
+		if math.Abs(d2) > 0.01 {
+			t.Errorf("coordinate %d: second difference %.3g over δ = %g: not smooth", j, d2, delta)
+		}
+	}
+}
+
+// TestLaplaceErrors: a kernel without the capabilities, an odd number of
+// paths, a gradient of the wrong length and a bad window are errors.
+func TestLaplaceErrors(t *testing.T) {
+	m, u, y := lgssmd2(t, 50)
+	k, err := m.Bind(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svm := models.SVM{}
+	ks, err := svm.Bind([]float64{2, -1, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys := ssm.Sequence{Obs: 1, Y: make([]float64, 50)}
+	var l pf.Laplace
+	if _, err := l.Score(nil, ks, svm.Dims(), ys, ssm.Full(50)); !errors.Is(err, pf.ErrLaplace) {
+		t.Errorf("SVM kernel: %v, want ErrLaplace", err)
+	}
+	if _, err := (&pf.Laplace{Paths: 3}).Score(nil, k, m.Dims(), y, ssm.Full(50)); !errors.Is(err, pf.ErrLaplace) {
+		t.Errorf("3 paths: %v, want ErrLaplace", err)
+	}
+	if _, err := l.Score(make([]float64, 2), k, m.Dims(), y, ssm.Full(50)); !errors.Is(err, pf.ErrLaplace) {
+		t.Errorf("short gradient: %v, want ErrLaplace", err)
+	}
+	if _, err := l.Score(nil, k, m.Dims(), y, ssm.Window{Start: 10, End: 60, KeepStart: 10, KeepEnd: 60}); err == nil {
+		t.Error("window past the end: want an error")
+	}
+}

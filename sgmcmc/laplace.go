@@ -1,0 +1,121 @@
+package sgmcmc
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
+)
+
+// A model with a vector state, no exact scorer and a kernel that
+// implements ssm.LinearGaussian and ssm.EmissionCurvature (models.MSV)
+// is scored by Laplace importance sampling (pf.Laplace) instead of
+// particle filters: laplaceModel makes it an ssm.ExactScorer whose
+// log-likelihood is a deterministic, smooth function of u (its paths use
+// fixed random numbers), and an ssm.RefinedScorer whose finer
+// log-likelihood uses laplaceRefine times the paths with other random
+// numbers. The fit then runs as for GARCH's σ² nodes: Newton steps on
+// the full-data log posterior, the correction of the chains' target
+// towards the finer scorer, exact Metropolis–Hastings chains, and the
+// check of the correction by importance weights after sampling.
+
+// laplacePaths is the default number of paths of the chains' scorer
+// (FitSettings.LaplacePaths) and laplaceRefine the factor of the finer
+// scorer's.
+const (
+	laplacePaths  = 32
+	laplaceRefine = 4
+)
+
+// laplaceModel is a model scored by pf.Laplace. Its Bind and every
+// other ssm.Model method are the user's.
+type laplaceModel struct {
+	ssm.Model
+	paths int
+	seed  uint64
+	pool  sync.Pool // of *laplaceWorker
+}
+
+// laplaceWorker is one goroutine's scorer and kernel.
+type laplaceWorker struct {
+	l pf.Laplace
+	k ssm.Kernel
+}
+
+// newLaplaceModel returns model scored by Laplace importance sampling
+// with paths paths (0: laplacePaths) when its kernel at u has the
+// capabilities and the model has no exact scorer of its own, else nil.
+func newLaplaceModel(model ssm.Model, u []float64, paths int, seed uint64) *laplaceModel {
+	if _, ok := model.(ssm.ExactScorer); ok {
+		return nil
+	}
+	k, err := model.Bind(u)
+	if err != nil {
+		return nil
+	}
+	_, lg := k.(ssm.LinearGaussian)
+	_, ec := k.(ssm.EmissionCurvature)
+	if !lg || !ec {
+		return nil
+	}
+	if paths == 0 {
+		paths = laplacePaths
+	}
+	return &laplaceModel{Model: model, paths: paths, seed: seed}
+}
+
+func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, paths int, seed uint64) (float64, error) {
+	wk, _ := m.pool.Get().(*laplaceWorker)
+	if wk == nil {
+		wk = new(laplaceWorker)
+	}
+	defer m.pool.Put(wk)
+	if rb, ok := wk.k.(ssm.Rebinder); ok {
+		if err := rb.Rebind(u); err != nil {
+			return 0, err
+		}
+	} else {
+		k, err := m.Bind(u)
+		if err != nil {
+			return 0, err
+		}
+		wk.k = k
+	}
+	wk.l.Paths, wk.l.Seed = paths, seed
+	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
+}
+
+// ExactScore implements ssm.ExactScorer with pf.Laplace's estimate.
+func (m *laplaceModel) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+	return m.score(grad, u, seq, w, m.paths, m.seed)
+}
+
+// RefinedLogLik implements ssm.RefinedScorer: laplaceRefine times the
+// paths, with other random numbers.
+func (m *laplaceModel) RefinedLogLik(u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
+	return m.score(nil, u, seq, w, laplaceRefine*m.paths, ^m.seed)
+}
+
+// ScoreCost implements ssm.Coster: per observation, the Newton steps'
+// Kalman passes (about 16 of O(d³)) and the paths of the three refits and
+// the weights (O(M d²) each); pf.Laplace on MSV{D: 2} over the DAX and
+// CAC 40 returns takes about 29 ms of CPU for 1,859 rows with M = 32.
+func (m *laplaceModel) ScoreCost() float64 {
+	d := float64(m.Dims().State)
+	return 1000*d*d*d + 60*float64(m.paths)*d*d
+}
+
+// describe says what the scorer is, for Preparation.Path.
+func (m *laplaceModel) describe() string {
+	return fmt.Sprintf("Laplace importance sampling (pf.Laplace, %d paths, refined with %d): the state is linear Gaussian (ssm.LinearGaussian) and the emission has derivatives (ssm.EmissionCurvature), so no particles; deterministic in the parameters (common random numbers), with the chains' target corrected towards the finer scorer", m.paths, laplaceRefine*m.paths)
+}
+
+// refineHint is the cure the discretisation warnings give: a finer
+// scorer for the chains.
+func (f *fit) refineHint() string {
+	if f.laplace != nil && f.model == ssm.Model(f.laplace) {
+		return fmt.Sprintf("raise FitSettings.LaplacePaths (now %d)", f.laplace.paths)
+	}
+	return "refine the scorer (GARCH: Nodes)"
+}
