@@ -105,13 +105,18 @@ type laplaceWork struct {
 	cs0, hv0, lam0           []float64 // the last good q_s (refitGH)
 	xtx, xty, feat           []float64 // least-squares scratch
 	vs                       []float64 // S×d²: smoothed covariances (refitGH)
-	node, ll                 []float64 // d: a quadrature node; scratch
-	jmat, lc                 []float64 // S×d²: J_s and the factor of the conditional covariance
-	paths                    []float64 // S×M×d, state s of path m at (s·M + m)·d
-	z                        []float64 // d
-	lw, tmp                  []float64 // M
-	h                        []float64 // M×p
-	v1, v2, v3, a1, a2, a3   []float64 // d, d², scratch
+	// The Gauss–Hermite rule in z for dimension ghD (ghRule): nodes,
+	// their features and weights, the normal equations' factor, and
+	// scratch for the nodes in x and their log densities.
+	ghD                    int
+	ghZ, ghF, ghW, ghG     []float64
+	ghX, ghL               []float64
+	jmat, lc               []float64 // S×d²: J_s and the factor of the conditional covariance
+	paths                  []float64 // S×M×d, state s of path m at (s·M + m)·d
+	z                      []float64 // d
+	lw, tmp                []float64 // M
+	h                      []float64 // M×p
+	v1, v2, v3, a1, a2, a3 []float64 // d, d², scratch
 }
 
 func (w *laplaceWork) init(d, p, m, S int) {
@@ -131,7 +136,7 @@ func (w *laplaceWork) init(d, p, m, S int) {
 	nf := 1 + d + d*(d+1)/2
 	w.xtx, w.xty, w.feat = make([]float64, nf*nf), make([]float64, nf), make([]float64, nf)
 	w.vs = make([]float64, S*d2)
-	w.node, w.ll = make([]float64, d), make([]float64, 1)
+	w.ghD = 0
 	w.jmat, w.lc = make([]float64, S*d2), make([]float64, S*d2)
 	w.paths = make([]float64, S*m*d)
 	w.z = make([]float64, d)
@@ -571,12 +576,15 @@ func (w *laplaceWork) smoothCovs(n int) {
 
 // refitGH replaces each q_s by the weighted least-squares fit of the
 // emission log p(y_s | x) over Gauss–Hermite nodes of the Gaussian
-// model's smoothed marginal N(μ_s, V_s) (features 1, x_i and x_i x_j):
-// the numerically accelerated importance sampling of Koopman, Lucas and
-// Scharth (2015), which makes ℓ_s − q_s small where the smoothed law puts
-// its mass rather than at the mode only. It returns log ĝ(y) of the
-// refitted model, or keeps the current one where a fit fails or makes no
-// positive definite model. Deterministic: no random numbers.
+// model's smoothed marginal N(μ_s, V_s) (features 1, z_i and z_i z_j in
+// the standardised z = L_s⁻¹(x − μ_s), V_s = L_s L_sᵀ): the numerically
+// accelerated importance sampling of Koopman, Lucas and Scharth (2015),
+// which makes ℓ_s − q_s small where the smoothed law puts its mass rather
+// than at the mode only. In z the nodes, their weights and the normal
+// equations' matrix are the same at every step (ghRule), so a step costs
+// one AddLogEmission over the nodes and one solve. It returns log ĝ(y)
+// of the refitted model, or keeps the current one where a fit fails or
+// makes no positive definite model. Deterministic: no random numbers.
 func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int, lnG float64) (float64, error) {
 	d := w.d
 	d2 := d * d
@@ -584,64 +592,39 @@ func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n 
 	copy(w.cs0, w.cs)
 	copy(w.hv0, w.hvec)
 	copy(w.lam0, w.lam)
-	nodes, weights := gh5Nodes, gh5Weights
-	if d > 3 {
-		nodes, weights = gh3Nodes, gh3Weights
+	if !w.ghRule() {
+		return lnG, nil
 	}
-	K := len(nodes)
-	total := 1
-	for range d {
-		total *= K
-	}
-	nf := len(w.feat)
+	total, nf := len(w.ghW), len(w.feat)
 	for s := 1; s <= n; s++ {
 		y := seq.At(win.Start + s - 1)
 		if allMissing(y) {
 			continue
 		}
-		if !chol(w.a1, w.vs[s*d2:(s+1)*d2], d) {
+		l := w.a1
+		if !chol(l, w.vs[s*d2:(s+1)*d2], d) {
 			continue
 		}
-		clear(w.xtx)
-		clear(w.xty)
+		mu := w.xs[s*d : (s+1)*d]
 		for c := 0; c < total; c++ {
-			wt, r := 1.0, c
-			for i := 0; i < d; i++ {
-				j := r % K
-				r /= K
-				w.z[i] = nodes[j]
-				wt *= weights[j]
-			}
-			lowerVec(w.node, w.a1, w.z, d)
-			for i := 0; i < d; i++ {
-				w.node[i] += w.xs[s*d+i]
-			}
-			w.ll[0] = 0
-			k.AddLogEmission(w.ll, y, w.node)
-			quadFeatures(w.feat, w.node)
-			for a, fa := range w.feat {
-				w.xty[a] += wt * fa * w.ll[0]
-				for b := 0; b <= a; b++ {
-					w.xtx[a*nf+b] += wt * fa * w.feat[b]
-				}
+			x := w.ghX[c*d : (c+1)*d]
+			lowerVec(x, l, w.ghZ[c*d:(c+1)*d], d)
+			for i := range x {
+				x[i] += mu[i]
 			}
 		}
-		tr := 0.0
-		for a := 0; a < nf; a++ {
-			tr += w.xtx[a*nf+a]
-			for b := a + 1; b < nf; b++ {
-				w.xtx[a*nf+b] = w.xtx[b*nf+a]
+		clear(w.ghL)
+		k.AddLogEmission(w.ghL, y, w.ghX)
+		clear(w.xty)
+		for c, v := range w.ghL {
+			wv := w.ghW[c] * v
+			for a, f := range w.ghF[c*nf : (c+1)*nf] {
+				w.xty[a] += wv * f
 			}
 		}
-		for a := 0; a < nf; a++ {
-			w.xtx[a*nf+a] += 1e-12 * tr
-		}
-		if !chol(w.xtx, w.xtx, nf) {
-			continue
-		}
-		cholSolve(w.xtx, w.xty, nf)
+		cholSolve(w.ghG, w.xty, nf)
 		if fmath.FirstNonFinite(w.xty) < 0 {
-			w.setQ(s, w.xty)
+			w.setQz(s, w.xty, l, mu)
 		}
 	}
 	next, err := w.filter(n)
@@ -654,23 +637,104 @@ func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n 
 	return next, nil
 }
 
-// setQ sets q_s from least-squares coefficients β over quadFeatures:
-// q(x) = β_0 + Σ β_i x_i + Σ_{i≤j} β_ij x_i x_j.
-func (w *laplaceWork) setQ(s int, beta []float64) {
+// ghRule fills, once for the state's dimension, the product
+// Gauss–Hermite rule in z (nodes w.ghZ, weights w.ghW), the nodes'
+// features w.ghF and the lower Cholesky factor w.ghG of the normal
+// equations' matrix Σ_c w_c f(z_c) f(z_c)ᵀ; false if that is singular.
+func (w *laplaceWork) ghRule() bool {
+	d := w.d
+	if w.ghD == d {
+		return true
+	}
+	nodes, weights := gh5Nodes, gh5Weights
+	if d > 3 {
+		nodes, weights = gh3Nodes, gh3Weights
+	}
+	K := len(nodes)
+	total := 1
+	for range d {
+		total *= K
+	}
+	nf := len(w.feat)
+	w.ghZ, w.ghX, w.ghW, w.ghL = make([]float64, total*d), make([]float64, total*d), make([]float64, total), make([]float64, total)
+	w.ghF, w.ghG = make([]float64, total*nf), make([]float64, nf*nf)
+	g := make([]float64, nf*nf)
+	for c := 0; c < total; c++ {
+		wt, r := 1.0, c
+		for i := 0; i < d; i++ {
+			j := r % K
+			r /= K
+			w.ghZ[c*d+i] = nodes[j]
+			wt *= weights[j]
+		}
+		w.ghW[c] = wt
+		f := w.ghF[c*nf : (c+1)*nf]
+		quadFeatures(f, w.ghZ[c*d:(c+1)*d])
+		for a := range nf {
+			for b := range nf {
+				g[a*nf+b] += wt * f[a] * f[b]
+			}
+		}
+	}
+	if !chol(w.ghG, g, nf) {
+		return false
+	}
+	w.ghD = d
+	return true
+}
+
+// setQz sets q_s from the coefficients β of the fit in z = L⁻¹(x − μ):
+// q = β_0 + bᵀz + ½ zᵀCz (b_i = β_i, C_ii = 2β_ii, C_ij = β_ij), which in
+// x, with A = L⁻ᵀ C L⁻¹, is c + hᵀx − ½ xᵀΛx with Λ = −A,
+// h = L⁻ᵀb − Aμ and c = β_0 − bᵀL⁻¹μ + ½ μᵀAμ.
+func (w *laplaceWork) setQz(s int, beta, l, mu []float64) {
 	d := w.d
 	d2 := d * d
-	lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
-	w.cs[s] = beta[0]
-	copy(hv, beta[1:1+d])
+	m := w.a2 // L⁻¹, column by column
+	for j := 0; j < d; j++ {
+		clear(w.v1)
+		w.v1[j] = 1
+		lowerSolve(l, w.v1, d)
+		for i := 0; i < d; i++ {
+			m[i*d+j] = w.v1[i]
+		}
+	}
+	cm := w.a3 // C
 	c := 1 + d
 	for i := 0; i < d; i++ {
 		for j := i; j < d; j++ {
 			if i == j {
-				lam[i*d+i] = -2 * beta[c]
+				cm[i*d+i] = 2 * beta[c]
 			} else {
-				lam[i*d+j], lam[j*d+i] = -beta[c], -beta[c]
+				cm[i*d+j], cm[j*d+i] = beta[c], beta[c]
 			}
 			c++
 		}
+	}
+	lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
+	matMul(lam, cm, m, d)    // C L⁻¹ (scratch)
+	for i := 0; i < d; i++ { // cm ← L⁻ᵀ (C L⁻¹) = A
+		for j := 0; j < d; j++ {
+			v := 0.0
+			for k := 0; k < d; k++ {
+				v += m[k*d+i] * lam[k*d+j]
+			}
+			cm[i*d+j] = v
+		}
+	}
+	symmetrize(cm, d)
+	b := beta[1 : 1+d]
+	matVec(w.v2, cm, mu, d) // Aμ
+	for i := 0; i < d; i++ {
+		v := 0.0
+		for k := 0; k < d; k++ {
+			v += m[k*d+i] * b[k]
+		}
+		hv[i] = v - w.v2[i]
+	}
+	matVec(w.v3, m, mu, d) // L⁻¹μ
+	w.cs[s] = beta[0] - dot(b, w.v3) + 0.5*dot(mu, w.v2)
+	for i := range lam[:d2] {
+		lam[i] = -cm[i]
 	}
 }

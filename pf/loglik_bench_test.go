@@ -76,3 +76,69 @@ func BenchmarkLogLikSpread(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLaplaceSpread is BenchmarkLogLikSpread's measurement for
+// Laplace importance sampling (pf.Laplace) at M = 32 and 128 paths: the
+// sd over 30 seeds of the log-likelihood estimate ("sd-loglik"), its
+// importance weights' mean ESS ("ess"), and the cost of one run with the
+// score ("ns/run"), for the same series and parameters: MSV{D: 1} (the
+// SVM) on the DAX returns and MSV{D: 2} on the DAX and CAC 40 returns.
+func BenchmarkLaplaceSpread(b *testing.B) {
+	daxcac, err := ssm.ReadCSVFile("../testdata/dax_cac_returns.csv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dax := ssm.Sequence{Obs: 1, Y: make([]float64, daxcac.Len())}
+	for t := range dax.Y {
+		dax.Y[t] = daxcac.Y[2*t]
+	}
+	m1, m2 := models.MSV{D: 1}, models.MSV{D: 2}
+	u1, err := m1.Params([]float64{0.94}, []float64{0.27}, nil, []float64{0.87})
+	if err != nil {
+		b.Fatal(err)
+	}
+	u2, err := m2.Params([]float64{0.94, 0.94}, []float64{0.27, 0.27}, []float64{0.9}, []float64{0.87, 0.87})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		model ssm.Model
+		u     []float64
+		seq   ssm.Sequence
+	}{
+		{"msv1/dax", m1, u1, dax},
+		{"msv2/daxcac", m2, u2, daxcac},
+	} {
+		k, err := c.model.Bind(c.u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, paths := range []int{32, 128} {
+			b.Run(fmt.Sprintf("%s/M=%d", c.name, paths), func(b *testing.B) {
+				const reps = 30
+				g := make([]float64, len(c.u))
+				var s, s2, ess float64
+				runs := 0
+				for b.Loop() {
+					s, s2, ess = 0, 0, 0
+					for r := range reps {
+						l := pf.Laplace{Paths: paths, Seed: uint64(r)}
+						ll, err := l.Score(g, k, c.model.Dims(), c.seq, ssm.Full(c.seq.Len()))
+						if err != nil {
+							b.Fatal(err)
+						}
+						s += ll
+						s2 += ll * ll
+						ess += l.ESS / reps
+					}
+					runs += reps
+				}
+				mean := s / reps
+				b.ReportMetric(math.Sqrt((s2-reps*mean*mean)/(reps-1)), "sd-loglik")
+				b.ReportMetric(ess, "ess")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs), "ns/run")
+			})
+		}
+	}
+}
