@@ -125,7 +125,7 @@ func TestMSVBadInput(t *testing.T) {
 // the parameters and the series, trace.csv holds the draws, -states writes
 // both series' smoothed log-volatility and -forecast the log-volatility
 // and return of each. The fit runs on Laplace importance sampling with
-// 1000 kept draws per chain on 2 chains (about 25 s).
+// 1000 kept draws per chain on 2 chains (about 20 s).
 func TestMSVFit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an MSV fit: long test")
