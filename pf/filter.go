@@ -112,15 +112,29 @@ type Settings struct {
 	Proposal Proposal
 	// Diagnostics keeps the per-step ESS and resampling flags in Result.
 	Diagnostics bool
-	// Sorted resamples the particles in the order of their first state
-	// component instead of their index order. The scheme's output is then
-	// a nearly continuous function of the weights: two runs with the same
+	// Sorted resamples the particles in the order of their state instead
+	// of their index order: a scalar state in increasing order, a vector
+	// state along a Hilbert space-filling curve (Gerber and Chopin 2015),
+	// after mapping each coordinate to (0, 1) by the logistic function of
+	// its value standardised by the weighted mean and standard deviation
+	// of the particles. For a scalar state the scheme's output is then a
+	// nearly continuous function of the weights: two runs with the same
 	// random numbers at nearby parameters pick nearby particles. With the
 	// ForwardOnly smoother, whose statistic depends on the particles'
 	// positions and not on their ancestry, the smoothed statistic becomes
 	// nearly continuous in the parameters under common random numbers,
-	// which is what control-variate gradients need. It costs one sort of
-	// N keys per resampling.
+	// which is what control-variate gradients need. The Hilbert order is
+	// not continuous in the state: two such runs part after some steps,
+	// but stay much closer along the curve than in index order (bivariate
+	// LGSSM, 60 steps: the variance of the log-likelihood difference 12
+	// to 24 times smaller with N = 1000, of the forward-only score 2 to 7
+	// times with N = 300), where sorting by the first coordinate is no
+	// better than index order (0.5 to 1.8 times). In sgmcmc's
+	// control-variate gradients on bivariate models (T = 2000, 100
+	// particles) it lowers λ_max(W) by a third against the first
+	// coordinate's order on the LGSSM and by a sixth on the MSV. It costs
+	// one sort of N keys per resampling and, for a vector state, d
+	// exponentials and a Hilbert index per particle.
 	Sorted bool
 	// Initial, when non-nil, fills the N×State block x with the initial
 	// particles instead of Kernel.SampleInitial (a caller-chosen law for
