@@ -106,8 +106,13 @@ type FitSettings struct {
 	// against 11–28 for the ancestral filter with N = 1000) at O(N²) cost
 	// per step; the small filter's bias mostly cancels in the difference
 	// (measured: the slope of the τ score about 15% too steep at N = 50).
-	// 0 (the default) uses the plain chains' filter (N particles,
-	// ancestral). Models with a degenerate transition (GARCH) always do.
+	// For a vector state the sorting follows a Hilbert curve, which is
+	// not continuous: at CVParticles 100 on LGSSMd d = 2 and MSV D = 2
+	// (T = 2,000) λ_max(W) was 0.64 and 0.84 times that of sorting by
+	// the first component, 0.47 and 0.57 times that of no sorting
+	// (pf.Settings.Sorted). 0 (the default) uses the plain chains' filter
+	// (N particles, ancestral). Models with a degenerate transition
+	// (GARCH) always do.
 	CVParticles int
 	// LaplacePaths is the number of importance paths of pf.Laplace for a
 	// model scored by Laplace importance sampling (see AutoFilter), even
