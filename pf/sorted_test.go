@@ -107,6 +107,9 @@ func newLGSSMdCase(t testing.TB) lgssmdCase {
 // expectation within 4 standard errors of 20 replications, and p̂/p, the
 // likelihood estimate over the exact one, has mean 1 within 4 SE.
 func TestSortedLGSSMd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 replications of two filters: long test")
+	}
 	c := newLGSSMdCase(t)
 	w := ssm.Window{Start: 100, End: 140, KeepStart: 105, KeepEnd: 135}
 	g := make([]float64, c.d.Param)
@@ -149,6 +152,9 @@ func TestSortedLGSSMd(t *testing.T) {
 // 10⁻²); sorting by the first coordinate, the scalar order, gives 1.7
 // and 0.9 and fails, as does no sorting.
 func TestSortedContinuity2D(t *testing.T) {
+	if testing.Short() {
+		t.Skip("50 seeds of four filters: long test")
+	}
 	c := newLGSSMdCase(t)
 	w := ssm.Window{Start: 100, End: 160, KeepStart: 100, KeepEnd: 160}
 	const R = 50
