@@ -206,7 +206,7 @@ func TestBinomialBand(t *testing.T) {
 // null). The numerical integral must also be 1: the truncated Betas of
 // GARCH are normalised over their truncation.
 func TestDrawPrior(t *testing.T) {
-	for _, name := range []string{"svm", "lgssm", "garch"} {
+	for _, name := range []string{"svm", "lgssm", "garch", "msv"} {
 		s, err := modelSetup(name)
 		if err != nil {
 			t.Fatal(err)
