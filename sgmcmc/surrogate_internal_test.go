@@ -54,6 +54,9 @@ func surrogatePoints(t *testing.T, q *tmix.Mixture, target Estimator, n int) (xs
 // one fitted to a banana shifted by 1 in u₁ (a wrong surrogate costs
 // acceptance, not exactness), and with independence steps from q alone.
 func TestSurrogateExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four chain runs checked against moments: long test")
+	}
 	target := banana(0)
 	q := tmix.New([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1.3, 0, 0, 1.2}})
 	accept := map[string]float64{}
