@@ -51,4 +51,13 @@
 // TransitionBounder) or, for degenerate transitions, fixed-lag ancestral
 // tracing; it also returns the one-step predictive densities. It keeps
 // every generation of particles only when smoothing.
+//
+// GridFilter scores a scalar state exactly on a grid of cells. Laplace
+// scores a vector state whose transition is linear Gaussian
+// (ssm.LinearGaussian) and whose emission has derivatives in the state
+// (ssm.EmissionCurvature) without particles: M paths from the Gaussian
+// model at the mode of p(x | y) (Newton steps, each a Kalman filter and
+// smoother, then Gauss–Hermite refits), drawn backwards in time and
+// weighted by p(y_s | x_s)/q_s(x_s) as they go, resampled when their ESS
+// falls below M/2 unless Plain is set; see laplace.go.
 package pf

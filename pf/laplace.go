@@ -39,17 +39,27 @@ import (
 //     from it by the simulation smoother (forward filtering, backward
 //     sampling) in antithetic pairs.
 //  3. p(y | θ) = ĝ(y) E_g[w(x)], w(x) = Π_s p(y_s | x_s)/exp(q_s(x_s)),
-//     is estimated by ĝ(y) (1/M) Σ_m w(x^m) (unbiased), and the score
-//     E[Σ_t h_t | y] by the self-normalised weighted sum of the paths'
-//     pairwise statistics (ssm.Kernel.AddScore).
+//     is estimated by ĝ(y) times the mean weight of the M paths, and the
+//     score E[Σ_t h_t | y] by the weighted paths' pairwise statistics
+//     (ssm.Kernel.AddScore). The paths are drawn backwards in time and
+//     weighted factor by factor as they go (sweep). Unless Plain is set,
+//     they are resampled whenever the weights' ESS falls below half of M:
+//     where the Gaussian model is close to p(x | y) this seldom happens;
+//     where it is not (an SV model with little persistence, whose
+//     emissions' log-χ² shape adds up over thousands of rows), the sweep
+//     is a sequential Monte Carlo sampler, unbiased like plain importance
+//     sampling, whose error grows with the window's length instead of
+//     exponentially in it.
 //
 // The M paths use common random numbers, fixed by Seed and the window, so
-// that the estimate is a smooth, deterministic function of θ: the
-// Laplace approximation moves with θ and the paths with it. Its error is
-// the importance sampling's, small when the Laplace approximation is
-// close to p(x | y) (it is exact for a Gaussian emission, where every
-// weight is 1); ESS reports it. The cost is O(n d³) per Newton step
-// and O(M n d²) for the paths.
+// that the estimate is a deterministic function of θ. With Plain it is
+// also smooth in θ: the Laplace approximation moves with θ and the paths
+// with it. A resampling makes it jump where an ancestor changes, which
+// breaks derivatives by differences. The error is the importance
+// sampling's, small when the Laplace approximation is close to p(x | y)
+// (it is exact for a Gaussian emission, where every weight is 1); ESS and
+// Resamples report it. The cost is O(n d³) per Newton step and O(M n d²)
+// for the paths.
 
 // DefaultLaplacePaths is Laplace's number of paths M when Paths is 0.
 const DefaultLaplacePaths = 32
@@ -70,6 +80,13 @@ const (
 // three Gauss–Hermite refits.
 const laplaceRefits = 3
 
+// laplaceResample is the fraction of Paths below which the weights' ESS
+// makes the backward sweep resample. On MSV{D: 2} at the DAX/CAC 40
+// posterior (φ ≈ 0.6, σ ≈ 0.7, ρ ≈ 0.998; T = 1,859), where the Gaussian
+// model is far from p(x | y), plain importance sampling had an ESS of 3–66
+// of 8,192 paths; see TestLaplaceResampling for what resampling gains.
+const laplaceResample = 0.5
+
 // ErrLaplace is wrapped by Laplace's errors: a kernel without the
 // capabilities it needs, or a Newton step that found no positive definite
 // covariance or no mode.
@@ -85,10 +102,20 @@ type Laplace struct {
 	Paths int
 	// Seed fixes the paths' random numbers (with the window's bounds).
 	Seed uint64
-	// ESS is the effective sample size (Σw)²/Σw² of the last call's
-	// importance weights, in (0, Paths], and Steps its Newton steps.
+	// Plain turns off the backward sweep's resampling: plain importance
+	// sampling, a smooth function of θ under a fixed Seed (what
+	// derivatives by differences and control variates need), whose error
+	// can grow exponentially in the window's length where the Gaussian
+	// model is poor. The zero value resamples (see the comment above).
+	Plain bool
+	// ESS is the smallest effective sample size (Σw)²/Σw² of the last
+	// call's importance weights over its backward sweep, in (0, Paths],
+	// and Steps its Newton steps.
 	ESS   float64
 	Steps int
+	// Resamples is the number of times the last call resampled its
+	// paths (see sweep); 0 when the importance weights stayed even.
+	Resamples int
 
 	ws laplaceWork
 }
@@ -112,7 +139,10 @@ type laplaceWork struct {
 	ghZ, ghF, ghW, ghG     []float64
 	ghX, ghL               []float64
 	jmat, lc               []float64 // S×d²: J_s and the factor of the conditional covariance
-	paths                  []float64 // S×M×d, state s of path m at (s·M + m)·d
+	cur, next, xa          []float64 // M×d: the paths' states at s and s+1; resampling scratch
+	anc                    []int     // M ancestors
+	ha                     []float64 // M×p resampling scratch
+	gs                     []float64 // p: the window's score
 	z                      []float64 // d
 	lw, tmp                []float64 // M
 	h                      []float64 // M×p
@@ -138,7 +168,8 @@ func (w *laplaceWork) init(d, p, m, S int) {
 	w.vs = make([]float64, S*d2)
 	w.ghD = 0
 	w.jmat, w.lc = make([]float64, S*d2), make([]float64, S*d2)
-	w.paths = make([]float64, S*m*d)
+	w.cur, w.next, w.xa = make([]float64, m*d), make([]float64, m*d), make([]float64, m*d)
+	w.anc, w.ha, w.gs = make([]int, m), make([]float64, m*p), make([]float64, p)
 	w.z = make([]float64, d)
 	w.lw, w.tmp = make([]float64, m), make([]float64, m)
 	w.h = make([]float64, m*p)
@@ -196,15 +227,26 @@ func (l *Laplace) Score(grad []float64, k ssm.Kernel, dims ssm.Dims, seq ssm.Seq
 	if err := w.backward(n); err != nil {
 		return 0, err
 	}
-	w.draw(n, rand.New(rand.NewPCG(l.Seed, key)))
-	lme, ess := w.weigh(k, seq, win, n)
-	l.ESS = ess
+	var gs []float64 // the window's score, added to grad once it is finite
+	if grad != nil {
+		gs = w.gs
+		clear(gs)
+	}
+	lme, ess, res := w.sweep(gs, k, seq, win, n, rand.New(rand.NewPCG(l.Seed, key)), !l.Plain)
+	l.ESS, l.Resamples = ess, res
 	ll := lnG + lme
 	if math.IsNaN(ll) || math.IsInf(ll, 0) {
 		return 0, fmt.Errorf("%w: log-likelihood %v", ErrNonFinite, ll)
 	}
 	if grad != nil {
-		w.score(grad, k, seq, win, n)
+		for j, v := range gs {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("%w: score component %d is %v", ErrNonFinite, j, v)
+			}
+		}
+		for j, v := range gs {
+			grad[j] += v
+		}
 	}
 	return ll, nil
 }
@@ -419,25 +461,43 @@ func (w *laplaceWork) backward(n int) error {
 	return nil
 }
 
-// draw fills w.paths with M/2 antithetic pairs from the Gaussian model by
-// backward sampling, with standard normals from rng.
-func (w *laplaceWork) draw(n int, rng *rand.Rand) {
-	d, m := w.d, w.m
+// sweep draws the M paths from the Gaussian model backwards in time (the
+// simulation smoother: x_n from its filtering law, then x_s given x_{s+1})
+// in antithetic pairs, weighting each state by ι_s(x_s) = log p(y_s | x_s)
+// − q_s(x_s) as it is drawn. Since the importance weight of a path is the
+// product of these factors and the paths are Markov backwards in time, this
+// is a sequential Monte Carlo sampler in reverse time whose target at step
+// s is the exact smoothing law of x_{s:n} given y_{s:n} times the Gaussian
+// model's of the rest: when the weights' ESS falls below laplaceResample·M
+// the paths are resampled (systematic, one uniform), so that the error
+// grows with the number of steps rather than exponentially in it (the
+// sequential importance sampling of Scharth and Kohn 2016). Without a
+// resampling the sweep is plain importance sampling. It returns log of the
+// estimate of E_g[w(x)] (unbiased for it), the smallest ESS met and the
+// number of resamplings; with grad non-nil it adds the weighted paths'
+// pairwise statistics, accumulated along each path as it is drawn.
+func (w *laplaceWork) sweep(grad []float64, k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int, rng *rand.Rand, resample bool) (lme, ess float64, resamples int) {
+	d, m, p := w.d, w.m, w.p
 	d2 := d * d
-	for p := 0; p < m; p += 2 {
-		for s := n; s >= 0; s-- {
+	cur, next := w.cur, w.next
+	clear(w.lw)
+	clear(w.h)
+	ess = float64(m)
+	for s := n; s >= 0; s-- {
+		// Draw x_s (cur) given x_{s+1} (next) for every path.
+		for q := 0; q < m; q += 2 {
 			for i := range w.z {
 				w.z[i] = rng.NormFloat64()
 			}
 			lowerVec(w.v1, w.lc[s*d2:(s+1)*d2], w.z, d)
-			for sign, q := 1.0, p; q < p+2; sign, q = -1, q+1 {
-				x := w.paths[(s*m+q)*d : (s*m+q+1)*d]
+			for sign, r := 1.0, q; r < q+2; sign, r = -1, r+1 {
+				x := cur[r*d : (r+1)*d]
 				if s == n {
 					copy(x, w.mf[n*d:(n+1)*d])
 				} else {
-					next := w.paths[((s+1)*m+q)*d : ((s+1)*m+q+1)*d]
+					nx := next[r*d : (r+1)*d]
 					for i := 0; i < d; i++ {
-						w.v2[i] = next[i] - w.mp[(s+1)*d+i]
+						w.v2[i] = nx[i] - w.mp[(s+1)*d+i]
 					}
 					matVec(x, w.jmat[s*d2:(s+1)*d2], w.v2, d)
 					for i := 0; i < d; i++ {
@@ -449,64 +509,85 @@ func (w *laplaceWork) draw(n int, rng *rand.Rand) {
 				}
 			}
 		}
-	}
-}
-
-// weigh sets w.lw to the paths' log weights Σ_s log p(y_s | x_s) − q_s(x_s)
-// and returns log of their mean and their ESS.
-func (w *laplaceWork) weigh(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int) (lme, ess float64) {
-	d, m := w.d, w.m
-	d2 := d * d
-	clear(w.lw)
-	for s := 1; s <= n; s++ {
-		blk := w.paths[s*m*d : (s+1)*m*d]
+		if grad != nil && s < n {
+			// The statistic of row s+1 pairs x_{s+1} with x_s.
+			if t := win.Start + s; t >= win.KeepStart && t < win.KeepEnd {
+				k.AddScore(w.h, win.Weight(t), seq.At(t), next[:m*d], cur[:m*d])
+			}
+		}
+		if s == 0 {
+			if grad != nil && win.KeepsInitial() {
+				k.AddScore(w.h, win.Weight(0), nil, cur[:m*d], nil)
+			}
+			break
+		}
 		clear(w.tmp)
-		k.AddLogEmission(w.tmp, seq.At(win.Start+s-1), blk)
+		k.AddLogEmission(w.tmp, seq.At(win.Start+s-1), cur[:m*d])
 		lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
 		for q := 0; q < m; q++ {
-			x := blk[q*d : (q+1)*d]
+			x := cur[q*d : (q+1)*d]
 			w.lw[q] += w.tmp[q] - (w.cs[s] + dot(hv, x) - 0.5*quadForm(lam, x, d))
 		}
+		if s > 1 {
+			lm, e := w.normalise()
+			ess = math.Min(ess, e)
+			if resample && e < laplaceResample*float64(m) {
+				lme += lm
+				w.resample(cur, rng)
+				resamples++
+			}
+		}
+		cur, next = next, cur
 	}
+	// cur holds x_0 here.
+	lm, e := w.normalise()
+	ess = math.Min(ess, e)
+	lme += lm
+	if grad != nil {
+		for q := 0; q < m; q++ {
+			wq := w.tmp[q] / float64(m)
+			for j := 0; j < p; j++ {
+				grad[j] += wq * w.h[q*p+j]
+			}
+		}
+	}
+	return lme, ess, resamples
+}
+
+// normalise sets w.tmp to the paths' weights e^{lw} scaled to mean 1 and
+// returns log of the mean of e^{lw} and the weights' ESS.
+func (w *laplaceWork) normalise() (lm, ess float64) {
 	top := math.Inf(-1)
 	for _, v := range w.lw {
 		top = math.Max(top, v)
 	}
 	s1, s2 := 0.0, 0.0
-	for _, v := range w.lw {
+	for q, v := range w.lw {
 		e := math.Exp(v - top)
+		w.tmp[q] = e
 		s1 += e
 		s2 += e * e
 	}
-	return top + math.Log(s1/float64(m)), s1 * s1 / s2
+	mean := s1 / float64(w.m)
+	for q := range w.tmp {
+		w.tmp[q] /= mean
+	}
+	return top + math.Log(mean), s1 * s1 / s2
 }
 
-// score adds the weighted paths' statistic to grad.
-func (w *laplaceWork) score(grad []float64, k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int) {
+// resample replaces the paths' states x (M×d) and statistics by those of
+// ancestors drawn by systematic resampling on the weights in w.tmp, and
+// resets their log weights.
+func (w *laplaceWork) resample(x []float64, rng *rand.Rand) {
 	d, m, p := w.d, w.m, w.p
-	clear(w.h)
-	if win.KeepsInitial() {
-		k.AddScore(w.h, win.Weight(0), nil, w.paths[:m*d], nil)
+	systematic(w.anc, w.tmp, float64(m), rng.Float64())
+	copy(w.xa[:m*d], x[:m*d])
+	copy(w.ha, w.h)
+	for q, a := range w.anc {
+		copy(x[q*d:(q+1)*d], w.xa[a*d:(a+1)*d])
+		copy(w.h[q*p:(q+1)*p], w.ha[a*p:(a+1)*p])
 	}
-	for t := win.KeepStart; t < win.KeepEnd; t++ {
-		s := t - win.Start + 1
-		k.AddScore(w.h, win.Weight(t), seq.At(t), w.paths[s*m*d:(s+1)*m*d], w.paths[(s-1)*m*d:s*m*d])
-	}
-	top := math.Inf(-1)
-	for _, v := range w.lw {
-		top = math.Max(top, v)
-	}
-	tot := 0.0
-	for q := range w.tmp {
-		w.tmp[q] = math.Exp(w.lw[q] - top)
-		tot += w.tmp[q]
-	}
-	for q := 0; q < m; q++ {
-		wq := w.tmp[q] / tot
-		for j := 0; j < p; j++ {
-			grad[j] += wq * w.h[q*p+j]
-		}
-	}
+	clear(w.lw)
 }
 
 // quadFeatures writes 1, x_i and x_i x_j (i ≤ j, row by row) into f.

@@ -31,7 +31,7 @@ func (s *FitSettings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.B, "B", s.B, "buffer length B on each side (0: 40 with the grid filter, 10 with particles; negative: none)")
 	fs.IntVar(&s.N, "N", s.N, "number of particles of the plain gradient's filter (0: 1000)")
 	fs.IntVar(&s.CVParticles, "Ncv", s.CVParticles, "particles of a forward-only filter with sorted resampling for the control-variate gradient (0: the plain gradient's filter)")
-	fs.IntVar(&s.LaplacePaths, "paths", s.LaplacePaths, "importance paths of Laplace importance sampling for a vector-state model with linear Gaussian dynamics (0: 64; even)")
+	fs.IntVar(&s.LaplacePaths, "paths", s.LaplacePaths, "importance paths of Laplace importance sampling for a vector-state model with linear Gaussian dynamics (0: 128; even)")
 	fs.Var(&s.Filter, "filter", "window filter: `auto|grid|particles`; auto takes the model's exact scorer, Laplace importance sampling for linear Gaussian vector states, a grid filter for scalar states with a transition density, else particles")
 	fs.Var(&s.Gradient, "gradient", "gradient: `auto|cv|plain|full`; auto measures them and keeps the cheapest for the whole run, cv is control variates, full the exact full-data score (deterministic filters only)")
 	fs.Float64Var(&s.StepSize, "step", s.StepSize, "step in posterior-scale units, in (0, 1): SGLD's (0: from the measured gradient noise, at most 0.25) or, with full-data scores, the Langevin proposals' (0: 0.7, tuned to their acceptance rate)")

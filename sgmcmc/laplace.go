@@ -23,12 +23,12 @@ import (
 // laplacePaths is the default number of paths of the chains' scorer
 // (FitSettings.LaplacePaths) and laplaceRefine the factor of the finer
 // scorer's. On MSV{D: 2} over 2,000 simulated rows (docs/particles.md)
-// 32 paths left the chains' means up to 0.18 sd from the finer scorer's
-// (a warning) in 59 s; 64 left 0.035 sd, in 61 s (the importance
-// sampling of the adaptation fits the smoother target better, and the
-// chains needed fewer iterations).
+// the check after sampling left the chains' means up to 0.18 sd from the
+// finer scorer's with 32 paths (a warning, 59 s), up to 0.11 sd with 64
+// (a warning: 0.035 with other random numbers, so 64 is on the edge; 36 s)
+// and up to 0.013 sd with 128 (53 s).
 const (
-	laplacePaths  = 64
+	laplacePaths  = 128
 	laplaceRefine = 4
 )
 
@@ -86,7 +86,11 @@ func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, 
 		}
 		wk.k = k
 	}
-	wk.l.Paths, wk.l.Seed = paths, seed
+	// Plain: the chains' Newton steps differentiate the score by forward
+	// differences and the correction fits a smooth difference of scorers;
+	// a resampling's jumps broke both on MSV{D: 2} (observed information
+	// with eigenvalues of −10⁵, a residual warning on the simulated series).
+	wk.l.Paths, wk.l.Seed, wk.l.Plain = paths, seed, true
 	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
 }
 

@@ -42,7 +42,7 @@ func TestFilterPath(t *testing.T) {
 		// A vector state without Laplace importance sampling (a fit
 		// constructed here, without newFit's choice), then with it.
 		{"msv", models.MSV{D: 2}, dax, msvU, FitSettings{N: 1000}, []string{"particle filters with N = 1000", "state dimension 2", "no exact scorer"}},
-		{"msv/laplace", models.MSV{D: 2}, dax, msvU, FitSettings{}, []string{"Laplace importance sampling", "64 paths", "ssm.LinearGaussian"}},
+		{"msv/laplace", models.MSV{D: 2}, dax, msvU, FitSettings{}, []string{"Laplace importance sampling", "128 paths", "ssm.LinearGaussian"}},
 	} {
 		f := &fit{s: c.set, model: c.model, user: c.model, data: c.data, dim: c.model.Dims().Param, log: t.Logf}
 		if strings.HasSuffix(c.name, "/laplace") {

@@ -116,7 +116,7 @@ type FitSettings struct {
 	CVParticles int
 	// LaplacePaths is the number of importance paths of pf.Laplace for a
 	// model scored by Laplace importance sampling (see AutoFilter), even
-	// (0: 64); its finer scorer has four times as many. Raise it when a
+	// (0: 128); its finer scorer has four times as many. Raise it when a
 	// warning says the correction towards the finer scorer falls short.
 	LaplacePaths int
 	// AnchorParticles is the number of particles of the filter that
