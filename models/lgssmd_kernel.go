@@ -382,6 +382,10 @@ func (k *lgssmdKernel) LinearGaussian(F, c, Q, m0, P0 []float64) {
 	}
 }
 
+// SeparableEmission implements ssm.SeparableEmission: y_i depends on x_i
+// only.
+func (k *lgssmdKernel) SeparableEmission() bool { return true }
+
 // LogEmissionCurvature implements ssm.EmissionCurvature: the Gaussian
 // emission's log density, −(y_i − x_i)²/(2τ_i²) + const per observed
 // component; its gradient (y_i − x_i)/τ_i² and constant Hessian

@@ -679,6 +679,10 @@ func (k *msvKernel) LinearGaussian(F, c, Q, m0, P0 []float64) {
 	}
 }
 
+// SeparableEmission implements ssm.SeparableEmission: y_i depends on x_i
+// only.
+func (k *msvKernel) SeparableEmission() bool { return true }
+
 // LogEmissionCurvature implements ssm.EmissionCurvature: per observed
 // component, ℓ_i = −½ log(2πτ_i²) − x_i/2 − a_i e^(−x_i) with
 // a_i = y_i²/(2τ_i²), ∂ℓ_i/∂x_i = a_i e^(−x_i) − ½ and ∂²ℓ_i/∂x_i² =

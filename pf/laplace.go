@@ -109,8 +109,8 @@ type Laplace struct {
 	// model is poor. The zero value resamples (see the comment above).
 	Plain bool
 	// ESS is the smallest effective sample size (Σw)²/Σw² of the last
-	// call's importance weights over its backward sweep, in (0, Paths],
-	// and Steps its Newton steps.
+	// call's importance weights over its backward sweep (with Plain, that
+	// of the final weights), in (0, Paths], and Steps its Newton steps.
 	ESS   float64
 	Steps int
 	// Resamples is the number of times the last call resampled its
@@ -143,6 +143,7 @@ type laplaceWork struct {
 	anc                    []int     // M ancestors
 	ha                     []float64 // M×p resampling scratch
 	gs                     []float64 // p: the window's score
+	sepX, sepL             []float64 // refitSeparable's (4d+1) points and their log densities
 	z                      []float64 // d
 	lw, tmp                []float64 // M
 	h                      []float64 // M×p
@@ -170,6 +171,7 @@ func (w *laplaceWork) init(d, p, m, S int) {
 	w.jmat, w.lc = make([]float64, S*d2), make([]float64, S*d2)
 	w.cur, w.next, w.xa = make([]float64, m*d), make([]float64, m*d), make([]float64, m*d)
 	w.anc, w.ha, w.gs = make([]int, m), make([]float64, m*p), make([]float64, p)
+	w.sepX, w.sepL = make([]float64, (4*d+1)*d), make([]float64, 4*d+1)
 	w.z = make([]float64, d)
 	w.lw, w.tmp = make([]float64, m), make([]float64, m)
 	w.h = make([]float64, m*p)
@@ -219,8 +221,10 @@ func (l *Laplace) Score(grad []float64, k ssm.Kernel, dims ssm.Dims, seq ssm.Seq
 		return 0, err
 	}
 	key := uint64(win.Start)<<32 | uint64(win.End)
+	se, ok := k.(ssm.SeparableEmission)
+	sep := ok && se.SeparableEmission()
 	for range laplaceRefits {
-		if lnG, err = w.refitGH(k, seq, win, n, lnG); err != nil {
+		if lnG, err = w.refitGH(k, seq, win, n, lnG, sep); err != nil {
 			return 0, err
 		}
 	}
@@ -528,10 +532,10 @@ func (w *laplaceWork) sweep(grad []float64, k ssm.Kernel, seq ssm.Sequence, win 
 			x := cur[q*d : (q+1)*d]
 			w.lw[q] += w.tmp[q] - (w.cs[s] + dot(hv, x) - 0.5*quadForm(lam, x, d))
 		}
-		if s > 1 {
+		if resample && s > 1 {
 			lm, e := w.normalise()
 			ess = math.Min(ess, e)
-			if resample && e < laplaceResample*float64(m) {
+			if e < laplaceResample*float64(m) {
 				lme += lm
 				w.resample(cur, rng)
 				resamples++
@@ -666,20 +670,32 @@ func (w *laplaceWork) smoothCovs(n int) {
 // one AddLogEmission over the nodes and one solve. It returns log ĝ(y)
 // of the refitted model, or keeps the current one where a fit fails or
 // makes no positive definite model. Deterministic: no random numbers.
-func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int, lnG float64) (float64, error) {
+//
+// For a separable emission (sep: ssm.SeparableEmission) the fit is done
+// one component at a time (refitSeparable): under a Gaussian law the
+// least-squares projection of a function of x_i onto quadratics in x is a
+// quadratic in x_i alone (the Hermite expansion of the function up to
+// second order), so the separate fits on the marginals N(μ_si, V_s,ii) are
+// the same fit, with d one-dimensional rules instead of a d-dimensional
+// one.
+func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n int, lnG float64, sep bool) (float64, error) {
 	d := w.d
 	d2 := d * d
 	w.smoothCovs(n)
 	copy(w.cs0, w.cs)
 	copy(w.hv0, w.hvec)
 	copy(w.lam0, w.lam)
-	if !w.ghRule() {
+	if !sep && !w.ghRule() {
 		return lnG, nil
 	}
 	total, nf := len(w.ghW), len(w.feat)
 	for s := 1; s <= n; s++ {
 		y := seq.At(win.Start + s - 1)
 		if allMissing(y) {
+			continue
+		}
+		if sep {
+			w.refitSeparable(k, y, s)
 			continue
 		}
 		l := w.a1
@@ -717,6 +733,67 @@ func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n 
 	}
 	return next, nil
 }
+
+// refitSeparable sets q_s to the sum over components i of the
+// least-squares quadratic fit of ℓ(x) along x_i (the other components at
+// the smoothed mean μ_s) over the five-point Gauss–Hermite rule of the
+// marginal N(μ_si, V_s,ii), minus (d − 1) ℓ(μ_s) (each fit's constant
+// holds the other components' terms at μ_s). With the rule's moments
+// (E z² = 1, E z⁴ = 3) the normal equations of the fit b_0 + b_1 z +
+// b_2 z² in z = (x_i − μ_si)/s_i have the solution b_1 = E[ℓz], b_2 =
+// (E[ℓz²] − E[ℓ])/2, b_0 = E[ℓ] − b_2. It keeps the current q_s where a
+// variance is not positive or a coefficient not finite.
+func (w *laplaceWork) refitSeparable(k ssm.Kernel, y []float64, s int) {
+	d := w.d
+	d2 := d * d
+	mu, v := w.xs[s*d:(s+1)*d], w.vs[s*d2:(s+1)*d2]
+	np := 4*d + 1 // the mean, then four off-centre nodes per component
+	pts, vals := w.sepX[:np*d], w.sepL[:np]
+	for q := range np {
+		copy(pts[q*d:(q+1)*d], mu)
+	}
+	for i := range d {
+		sd := math.Sqrt(v[i*d+i])
+		if !(sd > 0) || math.IsInf(sd, 0) {
+			return
+		}
+		for q, j := range sepNodes {
+			pts[(1+4*i+q)*d+i] += sd * gh5Nodes[j]
+		}
+	}
+	clear(vals)
+	k.AddLogEmission(vals, y, pts)
+	l0 := vals[0]
+	c := -float64(d-1) * l0
+	for i := range d {
+		el, elz, elz2 := gh5Weights[2]*l0, 0.0, 0.0
+		for q, j := range sepNodes {
+			z, l := gh5Nodes[j], gh5Weights[j]*vals[1+4*i+q]
+			el += l
+			elz += l * z
+			elz2 += l * z * z
+		}
+		b1, b2 := elz, (elz2-el)/2
+		b0 := el - b2
+		sd, m := math.Sqrt(v[i*d+i]), mu[i]
+		w.v1[i] = -2 * b2 / (sd * sd)    // Λ_ii
+		w.v2[i] = b1/sd - 2*b2*m/(sd*sd) // h_i
+		c += b0 - b1*m/sd + b2*m*m/(sd*sd)
+	}
+	if math.IsNaN(c) || math.IsInf(c, 0) || fmath.FirstNonFinite(w.v1) >= 0 || fmath.FirstNonFinite(w.v2) >= 0 {
+		return
+	}
+	lam, hv := w.lam[s*d2:(s+1)*d2], w.hvec[s*d:(s+1)*d]
+	clear(lam)
+	for i := range d {
+		lam[i*d+i] = w.v1[i]
+		hv[i] = w.v2[i]
+	}
+	w.cs[s] = c
+}
+
+// sepNodes are the indices of gh5Nodes other than the centre.
+var sepNodes = [4]int{0, 1, 3, 4}
 
 // ghRule fills, once for the state's dimension, the product
 // Gauss–Hermite rule in z (nodes w.ghZ, weights w.ghW), the nodes'

@@ -137,6 +137,19 @@ type EmissionCurvature interface {
 	LogEmissionCurvature(g, H, y, x []float64) float64
 }
 
+// SeparableEmission is an optional capability of a Kernel with an
+// EmissionCurvature: SeparableEmission reports whether log p(y | x) is a
+// sum of functions of one state component each, Σ_i ℓ_i(x_i) (as when
+// component i of y depends on x_i only: models.MSV, models.LGSSMd), so
+// that its Hessian in x is diagonal at every x. Laplace importance
+// sampling (pf.Laplace) then refits the emission's Gaussian
+// approximation one component at a time: d one-dimensional quadratures
+// per row instead of one d-dimensional one. ssmtest.CheckLaplace checks
+// the claim.
+type SeparableEmission interface {
+	SeparableEmission() bool
+}
+
 // Coster is an optional capability of an ExactScorer: ScoreCost returns
 // the work of ExactScore per observation, in nanoseconds of a reference
 // machine (one core of a 2-core x86-64 machine, where a scalar Kalman step

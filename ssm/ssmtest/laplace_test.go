@@ -37,9 +37,34 @@ func (k buggyKernel) LinearGaussian(F, c, Q, m0, P0 []float64) {
 	}
 }
 
+// coupling is the "separable" bug's term c x_0 x_1, added consistently to
+// the emission's value, gradient and Hessian: only the claim of
+// ssm.SeparableEmission is then wrong.
+const coupling = 0.01
+
+func (k buggyKernel) AddLogEmission(lw, y, x []float64) {
+	k.Kernel.AddLogEmission(lw, y, x)
+	if k.bug == "separable" {
+		for i := range lw {
+			lw[i] += coupling * x[2*i] * x[2*i+1]
+		}
+	}
+}
+
+// SeparableEmission is MSV's claim, kept by the "separable" bug.
+func (k buggyKernel) SeparableEmission() bool {
+	return k.Kernel.(ssm.SeparableEmission).SeparableEmission()
+}
+
 func (k buggyKernel) LogEmissionCurvature(g, H, y, x []float64) float64 {
 	l := k.Kernel.(ssm.EmissionCurvature).LogEmissionCurvature(g, H, y, x)
 	switch k.bug {
+	case "separable":
+		l += coupling * x[0] * x[1]
+		g[0] += coupling * x[1]
+		g[1] += coupling * x[0]
+		H[1] += coupling
+		H[2] += coupling
 	case "gradient":
 		g[1] += 1e-3
 	case "hessian":
@@ -52,7 +77,8 @@ func (k buggyKernel) LogEmissionCurvature(g, H, y, x []float64) float64 {
 
 // TestCheckLaplace: CheckLaplace passes MSV and fails each deliberate
 // error in the transition, the initial law, the emission's value, its
-// gradient or its Hessian.
+// gradient or its Hessian, and a coupling of the state's components in an
+// emission that claims to be separable.
 func TestCheckLaplace(t *testing.T) {
 	m := models.MSV{D: 2}
 	u, err := m.Params([]float64{0.95, 0.9}, []float64{0.2, 0.3}, []float64{0.5}, []float64{1, 0.8})
@@ -62,7 +88,7 @@ func TestCheckLaplace(t *testing.T) {
 	if err := ssmtest.CheckLaplace(buggyLaplace{MSV: m}, u, rand.New(rand.NewPCG(1, 2))); err != nil {
 		t.Errorf("no bug: %v", err)
 	}
-	for _, bug := range []string{"F", "P0", "gradient", "hessian", "value"} {
+	for _, bug := range []string{"F", "P0", "gradient", "hessian", "value", "separable"} {
 		err := ssmtest.CheckLaplace(buggyLaplace{MSV: m, bug: bug}, u, rand.New(rand.NewPCG(1, 2)))
 		if !errors.Is(err, ssmtest.ErrMismatch) {
 			t.Errorf("bug in %s: got %v, want an error wrapping ErrMismatch", bug, err)
