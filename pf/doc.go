@@ -59,5 +59,8 @@
 // model at the mode of p(x | y) (Newton steps, each a Kalman filter and
 // smoother, then Gauss–Hermite refits), drawn backwards in time and
 // weighted by p(y_s | x_s)/q_s(x_s) as they go, resampled when their ESS
-// falls below M/2 unless Plain is set; see laplace.go.
+// falls below M/2 unless Plain is set; a window much longer than the
+// state's memory is scored in blocks, each block's conditional likelihood
+// the difference of two windows that start a lag before it, unless Whole
+// is set; see laplace.go.
 package pf

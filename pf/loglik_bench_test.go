@@ -84,8 +84,10 @@ func BenchmarkLogLikSpread(b *testing.B) {
 // score ("ns/run"), for the same series and parameters: MSV{D: 1} (the
 // SVM) on the DAX returns and MSV{D: 2} on the DAX and CAC 40 returns,
 // there also where its posterior lies ("daxcac-ridge"); each with plain
-// importance sampling (Plain) and the resampling sweep. The ESS is the
-// smallest over the sweep.
+// importance sampling over the whole series (Plain, Whole: what Fit
+// uses), the resampling sweep (Whole) and plain importance sampling in
+// blocks (Plain, the lag chosen per call). The ESS is the smallest over
+// the sweep and the blocks.
 func BenchmarkLaplaceSpread(b *testing.B) {
 	daxcac, err := ssm.ReadCSVFile("../testdata/dax_cac_returns.csv")
 	if err != nil {
@@ -125,11 +127,7 @@ func BenchmarkLaplaceSpread(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, paths := range []int{32, 128} {
-			for _, plain := range []bool{true, false} {
-				mode := "sweep"
-				if plain {
-					mode = "plain"
-				}
+			for _, mode := range []string{"plain", "sweep", "blocks"} {
 				b.Run(fmt.Sprintf("%s/M=%d/%s", c.name, paths, mode), func(b *testing.B) {
 					const reps = 30
 					g := make([]float64, len(c.u))
@@ -138,7 +136,7 @@ func BenchmarkLaplaceSpread(b *testing.B) {
 					for b.Loop() {
 						s, s2, ess = 0, 0, 0
 						for r := range reps {
-							l := pf.Laplace{Paths: paths, Seed: uint64(r), Plain: plain}
+							l := pf.Laplace{Paths: paths, Seed: uint64(r), Plain: mode != "sweep", Whole: mode != "blocks"}
 							ll, err := l.Score(g, k, c.model.Dims(), c.seq, ssm.Full(c.seq.Len()))
 							if err != nil {
 								b.Fatal(err)
@@ -211,7 +209,7 @@ func BenchmarkLaplaceScore(b *testing.B) {
 		g := make([]float64, len(j.u))
 		w := ssm.Full(j.seq.Len())
 		b.Run(j.name+"/laplace", func(b *testing.B) {
-			l := pf.Laplace{Paths: 64}
+			l := pf.Laplace{Paths: 64, Plain: true, Whole: true} // as Fit scores
 			for b.Loop() {
 				if _, err := l.Score(g, k, j.model.Dims(), j.seq, w); err != nil {
 					b.Fatal(err)

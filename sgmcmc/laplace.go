@@ -90,7 +90,13 @@ func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, 
 	// differences and the correction fits a smooth difference of scorers;
 	// a resampling's jumps broke both on MSV{D: 2} (observed information
 	// with eigenvalues of −10⁵, a residual warning on the simulated series).
-	wk.l.Paths, wk.l.Seed, wk.l.Plain = paths, seed, true
+	//
+	// Whole: pf.Laplace's blocks make the estimate jump where their lag
+	// changes with u, and a lag fixed for the fit left the Newton steps
+	// unconverged on MSV{D: 2} (the blocks' Fisher-identity score agrees
+	// less with their log-likelihood than a whole window's): see
+	// docs/particles.md.
+	wk.l.Paths, wk.l.Seed, wk.l.Plain, wk.l.Whole = paths, seed, true, true
 	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
 }
 
