@@ -305,12 +305,12 @@
 // deterministic. A model with a vector state whose dynamics are linear
 // Gaussian and whose emission has derivatives in the state
 // (ssm.LinearGaussian and ssm.EmissionCurvature: models.MSV) is scored by
-// Laplace importance sampling (pf.Laplace, laplace.go; plain, without the
-// resampling sweep) with its random numbers fixed, which makes it
-// deterministic and smooth in u too: it
-// enters as an exact scorer that is exact only up to the importance
-// sampling's error, with a finer one (four times the paths) that the
-// discretisation correction and its check after sampling measure against.
+// Laplace importance sampling (pf.Laplace, laplace.go; plain and whole:
+// without the resampling sweep or blocks) with its random numbers fixed,
+// which makes it deterministic and smooth in u too: it enters as an exact
+// scorer that is exact only up to the importance sampling's error, with a
+// finer one (four times the paths) that the discretisation correction and
+// its check after sampling measure against.
 // Particle filters take every other model; their gradients are noisy
 // and not continuous in u, so only SGLD with the plain or control-variate
 // gradient applies, at small steps (docs/particles.md).
