@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,11 +100,11 @@ func TestFormatting(t *testing.T) {
 }
 
 func TestSelectCases(t *testing.T) {
-	quick, err := selectCases("", false)
+	quick, err := selectCases(cases, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _ := selectCases("", true)
+	all, _ := selectCases(cases, "", true)
 	if len(quick) >= len(all) {
 		t.Errorf("%d quick cases of %d", len(quick), len(all))
 	}
@@ -111,10 +113,58 @@ func TestSelectCases(t *testing.T) {
 			t.Errorf("slow case %s without -long", c.Name)
 		}
 	}
-	if s, err := selectCases("garch-dax,svm-dax", false); err != nil || len(s) != 2 || s[0].Name != "svm-dax" {
+	if s, err := selectCases(cases, "garch-dax,svm-dax", false); err != nil || len(s) != 2 || s[0].Name != "svm-dax" {
 		t.Errorf("-only: %v, %v", s, err)
 	}
-	if _, err := selectCases("nope", false); err == nil {
+	if _, err := selectCases(cases, "nope", false); err == nil {
 		t.Error("unknown case accepted")
+	}
+}
+
+func TestScaling(t *testing.T) {
+	cs := scalingCases(10 * time.Minute)
+	if len(cs) != len(scalingModels)*len(scalingLengths) {
+		t.Fatalf("%d scaling cases", len(cs))
+	}
+	c := cs[len(scalingLengths)-1]
+	if c.Name != "svm-1M" || c.T != 1000000 || command(c) != "go run ./examples/fit -model svm -data /tmp/svm-1M.bin -time 10m0s" {
+		t.Errorf("case %s (T = %d): %s", c.Name, c.T, command(c))
+	}
+	if c.SetupCmd != "go run ./examples/simulate -model svm -T 1000000 -params 0.97,0.2,1 -out /tmp/svm-1M.bin" {
+		t.Errorf("setup %s", c.SetupCmd)
+	}
+	// Cost per effective draw: 10 s / 400 at T = 1000 and 40 s / 400 at
+	// T = 16000 is a slope of log 4 / log 16 = 0.5; a failed fit is left out.
+	rs := []result{
+		{Case: "svm-1k", T: 1000, Wall: 10, Summary: summary{MinESS: 400, N: 3, Covered: 3, Truth: true}},
+		{Case: "svm-16k", T: 16000, Wall: 40, Summary: summary{MinESS: 400, N: 3, Covered: 3, Truth: true}},
+		{Case: "svm-1M", T: 1000000, Wall: 900, Error: "stopped"},
+	}
+	g, ok := growth(rs, "svm")
+	if !ok || !strings.Contains(g, "slope 0.50") {
+		t.Errorf("growth %q, %v", g, ok)
+	}
+	if _, ok := growth(rs, "garch"); ok {
+		t.Error("growth of a model with no fits")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "scaling.md")
+	if err := scalingPlot(filepath.Join(dir, "figures", "scaling.png"), rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeScalingPage(page, rs, 10*time.Minute, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| SVM | 16,000 | 40.0 s |", "| 400 | 0.1 | 0.000 | 3 of 3 | 0 |", "| SVM | 1,000,000 | 15 min 0 s |", "slope 0.50"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("page lacks %q:\n%s", want, b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "figures", "scaling.png")); err != nil {
+		t.Error(err)
 	}
 }

@@ -148,7 +148,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "docs", "directory of the page (validation.md) and its figures (figures/validation_*.png); empty: write no page")
 	long := fs.Bool("long", false, "include the slow cases: GARCH on the S&P 500 (7+ minutes on 2 cores) and the simulated SVM at T = 10^6")
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of the table")
-	only := fs.String("only", "", "comma-separated case names to run (default: all; "+caseNames()+")")
+	only := fs.String("only", "", "comma-separated case names to run (default: all; "+caseNames()+"; with -scaling: model-length names such as garch-17k)")
+	scaling := fs.Bool("scaling", false, "instead of the validation cases, fit every model simulated at T = 2k, 17k, 62k and 10^6 and write docs/scaling.md: cost per effective draw against T (about an hour on 2 cores)")
+	budget := fs.Duration("budget", 10*time.Minute, "with -scaling: each fit's time budget (examples/fit -time)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./examples/validate [flags]\n\nFits each case with examples/fit and compares it with its reference; writes docs/validation.md.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -163,7 +165,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "validate: unexpected arguments %q\n", fs.Args())
 		return errUsage
 	}
-	selected, err := selectCases(*only, *long)
+	all := cases
+	if *scaling {
+		all = scalingCases(*budget)
+	}
+	selected, err := selectCases(all, *only, *long || *scaling)
 	if err != nil {
 		fmt.Fprintln(stderr, "validate:", err)
 		return errUsage
@@ -180,6 +186,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin, err := build(ctx, tmp, stderr)
 	if err != nil {
 		return err
+	}
+	if *scaling {
+		page := ""
+		if *out != "" {
+			page = filepath.Join(*out, "scaling.md")
+		}
+		results, err := runScaling(ctx, selected, tmp, bin, *budget, page, stderr)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(results)
+		}
+		writeTable(stdout, results)
+		return nil
 	}
 	var results []result
 	failed := 0
@@ -225,8 +248,9 @@ func caseNames() string {
 	return strings.Join(n, ", ")
 }
 
-// selectCases picks the cases -only and -long ask for, in table order.
-func selectCases(only string, long bool) ([]testCase, error) {
+// selectCases picks the cases of all that -only and -long ask for, in
+// table order.
+func selectCases(cases []testCase, only string, long bool) ([]testCase, error) {
 	if only == "" {
 		var s []testCase
 		for _, c := range cases {
@@ -239,7 +263,11 @@ func selectCases(only string, long bool) ([]testCase, error) {
 	want := strings.Split(only, ",")
 	for _, w := range want {
 		if !slices.ContainsFunc(cases, func(c testCase) bool { return c.Name == w }) {
-			return nil, fmt.Errorf("-only: no case %q (cases: %s)", w, caseNames())
+			var names []string
+			for _, c := range cases {
+				names = append(names, c.Name)
+			}
+			return nil, fmt.Errorf("-only: no case %q (cases: %s)", w, strings.Join(names, ", "))
 		}
 	}
 	var s []testCase
