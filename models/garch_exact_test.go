@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -347,9 +348,20 @@ func TestGARCHExactLogLikPF(t *testing.T) {
 // TestGARCHExactWindows checks the seeding: the statistic is linear in the
 // weights, splitting Keep splits the statistic, and buffer steps add 0.
 func TestGARCHExactWindows(t *testing.T) {
+	// The node filter's forward-mode score is linear in the seeds to
+	// rounding; the quadrature filter's central differences to their
+	// truncation and rounding, about 10⁻⁸ here.
+	for _, c := range []struct {
+		m   GARCH
+		tol float64
+	}{{GARCH{Nodes: 64}, 1e-9}, {GARCH{}, 1e-6}} {
+		t.Run(fmt.Sprintf("nodes=%d", c.m.Nodes), func(t *testing.T) { garchWindows(t, c.m, c.tol) })
+	}
+}
+
+func garchWindows(t *testing.T, m GARCH, tol float64) {
 	u := gxU(t, gxDAXMode[0], gxDAXMode[1], gxDAXMode[2], gxDAXMode[3])
 	seq := gxDAX(t, 300)
-	m := GARCH{}
 	score := func(w ssm.Window) ([]float64, float64) {
 		g := []float64{1, 2, 3, 4} // added to, not overwritten
 		ll, err := m.ExactScore(g, u, seq, w)
@@ -364,7 +376,7 @@ func TestGARCHExactWindows(t *testing.T) {
 	close := func(what string, got, want []float64) {
 		t.Helper()
 		for i := range got {
-			if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
+			if math.Abs(got[i]-want[i]) > tol*(1+math.Abs(want[i])) {
 				t.Errorf("%s: [%d] = %.12g, want %.12g", what, i, got[i], want[i])
 			}
 		}
@@ -544,78 +556,79 @@ func TestGARCHExactTail(t *testing.T) {
 	}
 }
 
-// TestGARCHNodes: GARCH.Nodes sets ExactScore's node count (and four
-// times it for RefinedLogLik, unless Refine is set); a count outside
-// 16..1024 (Refine: 16..4096) is an error naming the field, not a panic;
-// Coarsen offers 32 nodes only for the defaults.
+// TestGARCHNodes: GARCH.Nodes sets ExactScore's node filter (and four
+// times its nodes for RefinedLogLik, unless Refine is set), Points the
+// quadrature filter's rule (0: 10, refined to 14); a count outside the
+// ranges is an error naming the field, not a panic; Coarsen offers the
+// 7-point rule refined to 14 only for the defaults.
 func TestGARCHNodes(t *testing.T) {
 	skipShort(t)
 	seq := gxDAX(t, 300)
 	u := gxU(t, 1, 0.98, 0.3, 0.6)
 	w := ssm.Full(seq.Len())
-	for _, n := range []int{0, 32, 128} {
+	for _, n := range []int{32, 128} {
 		m := GARCH{Nodes: n}
-		want := n
-		if n == 0 {
-			want = garchExactG
-		}
 		got, err := m.ExactScore(nil, u, seq, w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, _ := garchExactScore(nil, u, seq, w, want)
+		ref, _ := garchExactScore(nil, u, seq, w, n)
 		fine, err := m.RefinedLogLik(u, seq, w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref2, _ := garchExactScore(nil, u, seq, w, 4*want)
+		ref2, _ := garchExactScore(nil, u, seq, w, 4*n)
 		if got != ref || fine != ref2 {
-			t.Errorf("Nodes %d: ExactScore %v (G = %d: %v), RefinedLogLik %v (G = %d: %v)", n, got, want, ref, fine, 4*want, ref2)
+			t.Errorf("Nodes %d: ExactScore %v (G = %d: %v), RefinedLogLik %v (G = %d: %v)", n, got, n, ref, fine, 4*n, ref2)
 		}
 	}
-	// Refine sets RefinedLogLik's count; Coarsen offers 32 nodes refining
-	// to 128 only while both are left at 0.
+	for _, c := range []struct {
+		m    GARCH
+		k, r int
+	}{{GARCH{}, 10, 14}, {GARCH{Points: 6}, 6, 10}, {GARCH{Points: 6, Refine: 12}, 6, 12}} {
+		got, err := c.m.ExactScore(nil, u, seq, w)
+		ref, _ := garchQuadScore(nil, u, seq, w, c.k, garchQuadJ(c.k))
+		fine, err2 := c.m.RefinedLogLik(u, seq, w)
+		ref2, _ := garchQuadScore(nil, u, seq, w, c.r, garchQuadJ(c.r))
+		if err != nil || err2 != nil || got != ref || fine != ref2 {
+			t.Errorf("%+v: ExactScore %v (%v), want %v; RefinedLogLik %v (%v), want %v", c.m, got, err, ref, fine, err2, ref2)
+		}
+	}
+	// Refine sets RefinedLogLik's count.
 	fine, err := GARCH{Nodes: 32, Refine: 96}.RefinedLogLik(u, seq, w)
 	if ref, _ := garchExactScore(nil, u, seq, w, 96); err != nil || fine != ref {
 		t.Errorf("Refine 96: RefinedLogLik %v (%v), want %v", fine, err, ref)
 	}
-	// The defaults coarsen to 32 nodes and then to 24, both refined by
-	// Richardson's extrapolation (8ℓ₆₄ − ℓ₃₂)/7, which coarsen no further.
-	c, ok := (GARCH{}).Coarsen()
-	if want := (coarseGARCH{GARCH{Nodes: 32}}); !ok || c != want {
+	// The defaults coarsen to 7 points refined to 14, which coarsen no
+	// further; the prior goes down.
+	pr := DefaultGARCHPrior()
+	c, ok := (GARCH{Prior: &pr}).Coarsen()
+	if want := (GARCH{Prior: &pr, Points: 7, Refine: 14}); !ok || c != want {
 		t.Errorf("GARCH{}.Coarsen() = %+v, %v; want %+v", c, ok, want)
 	}
-	c24, ok := c.(ssm.Coarsener).Coarsen()
-	if want := (coarseGARCH{GARCH{Nodes: 24}}); !ok || c24 != want {
-		t.Errorf("32 nodes' Coarsen() = %+v, %v; want %+v", c24, ok, want)
+	if c2, ok := c.(ssm.Coarsener).Coarsen(); ok {
+		t.Errorf("7 points' Coarsen() = %+v: want none", c2)
 	}
-	if c3, ok := c24.(ssm.Coarsener).Coarsen(); ok {
-		t.Errorf("24 nodes' Coarsen() = %+v: want none", c3)
-	}
-	// The prior goes down the levels.
-	pr := DefaultGARCHPrior()
-	if c, ok := (GARCH{Prior: &pr}).Coarsen(); ok {
-		if c24, ok := c.(ssm.Coarsener).Coarsen(); !ok || c24.(coarseGARCH).Prior != ssm.Prior(&pr) {
-			t.Errorf("24 nodes' Prior = %v, want the model's", c24)
-		}
-	}
-	l32, _ := garchExactScore(nil, u, seq, w, 32)
-	l64, _ := garchExactScore(nil, u, seq, w, 64)
-	for _, m := range []ssm.Model{c, c24} {
-		ll, err := m.(ssm.ExactScorer).ExactScore(nil, u, seq, w)
-		ref, _ := garchExactScore(nil, u, seq, w, m.(coarseGARCH).Nodes)
-		fine, err2 := m.(ssm.RefinedScorer).RefinedLogLik(u, seq, w)
-		if err != nil || err2 != nil || ll != ref || math.Abs(fine-(8*l64-l32)/7) > 1e-9*math.Abs(fine) {
-			t.Errorf("%+v: ExactScore %v (%v), want %v; RefinedLogLik %v (%v), want (8·%v − %v)/7", m, ll, err, ref, fine, err2, l64, l32)
-		}
-	}
-	for _, m := range []GARCH{{Nodes: 64}, {Refine: 256}} {
+	for _, m := range []GARCH{{Nodes: 64}, {Refine: 20}, {Points: 10}} {
 		if c, ok := m.Coarsen(); ok {
-			t.Errorf("%+v.Coarsen() = %+v: want none when the user set the nodes", m, c)
+			t.Errorf("%+v.Coarsen() = %+v: want none when the user set the filter", m, c)
+		}
+	}
+	if _, err := (GARCH{Points: 5, Nodes: 64}).ExactScore(nil, u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Points") {
+		t.Errorf("Points and Nodes: error %v, want one naming GARCH.Points", err)
+	}
+	for _, k := range []int{2, 40} {
+		if _, err := (GARCH{Points: k}).ExactScore(nil, u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Points") {
+			t.Errorf("Points %d: error %v, want one naming GARCH.Points", k, err)
+		}
+	}
+	for _, r := range []int{2, 40} {
+		if _, err := (GARCH{Refine: r}).RefinedLogLik(u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Refine") {
+			t.Errorf("Refine %d (quadrature): error %v, want one naming GARCH.Refine", r, err)
 		}
 	}
 	for _, r := range []int{8, 5000} {
-		if _, err := (GARCH{Refine: r}).RefinedLogLik(u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Refine") {
+		if _, err := (GARCH{Nodes: 64, Refine: r}).RefinedLogLik(u, seq, w); err == nil || !strings.Contains(err.Error(), "GARCH.Refine") {
 			t.Errorf("Refine %d: error %v, want one naming GARCH.Refine", r, err)
 		}
 	}

@@ -113,10 +113,9 @@ func TestDiscretisationCheck(t *testing.T) {
 }
 
 // TestDiscretisationGARCHDAX: the models' own RefinedScorer and Coarsener
-// (GARCH) on the DAX returns: the fit prepares at 32 nodes, corrected
-// towards Richardson's extrapolation from 32 and 64 by less than 0.5 sd,
-// samples at the deeper 24 nodes, whose correction's fit holds to
-// quadMaxLOODeep, and keeps the user's model for the Posterior.
+// (GARCH) on the DAX returns: the fit prepares on the coarser 7-point
+// quadrature rule, corrected towards the 14-point rule by less than 0.5
+// sd, samples it, and keeps the user's model for the Posterior.
 func TestDiscretisationGARCHDAX(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
@@ -128,18 +127,17 @@ func TestDiscretisationGARCHDAX(t *testing.T) {
 	if err := f.prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// On DAX the fit samples at GARCH's 24 nodes (level 2): the 32-node
-	// level's correction moves the target by less than 0.5 sd (0.36 in
-	// λ), and the 24-node level's fits to about 0.033 nats; the chains'
-	// model scores as GARCH at 24 nodes.
+	// On DAX the fit samples GARCH's 7-point rule (level 1): its
+	// correction moves the target by less than 0.5 sd (0.14 in λ); the
+	// chains' model scores as GARCH at 7 points.
 	dc := f.prep.dc
 	_, mx := argMaxAbs(dc.Shift)
 	t.Logf("GARCH on DAX: coarse %v, level %d, shift %.4f sd, model %+v", dc.Coarse, dc.Level, dc.Shift, f.model)
 	seq := f.data.Sequences[0]
 	got, err := f.model.(ssm.ExactScorer).ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
-	want, err2 := models.GARCH{Nodes: 24}.ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
-	if !dc.Coarse || dc.Level != 2 || len(dc.Shift) != 4 || mx > coarseMaxShift || err != nil || err2 != nil || got != want || f.user != (models.GARCH{}) {
-		t.Errorf("GARCH on DAX: coarse %v, level %d, discretisation shift %v, chains' model %+v (log-likelihood %v, %v; 24 nodes' %v): want level 2 (24 nodes) with 4 shifts below %v sd",
+	want, err2 := models.GARCH{Points: 7}.ExactScore(nil, dc.Mode, seq, ssm.Full(seq.Len()))
+	if !dc.Coarse || dc.Level != 1 || len(dc.Shift) != 4 || mx > coarseMaxShift || err != nil || err2 != nil || got != want || f.user != (models.GARCH{}) {
+		t.Errorf("GARCH on DAX: coarse %v, level %d, discretisation shift %v, chains' model %+v (log-likelihood %v, %v; 7 points' %v): want level 1 (7 points) with 4 shifts below %v sd",
 			dc.Coarse, dc.Level, dc.Shift, f.model, got, err, want, coarseMaxShift)
 	}
 	// A fall-back to particle filters drops the correction and the

@@ -193,7 +193,7 @@
 //     importance rounds and exact chains against adaptation windows and
 //     SGLD at the control variate's noise on the 0.99 contour; DAX's SVM, 12 s
 //     instead of 28 s). With a model's exact scorer (AutoFilter prefers it
-//     to a grid: the LGSSM's Kalman filter, GARCH's σ² nodes) the mode is
+//     to a grid: the LGSSM's Kalman filter, GARCH's quadrature filter) the mode is
 //     found on the exact full-data score (every sequence one window)
 //     with the observed information −J by Levenberg–Marquardt steps, each
 //     accepted only where the exact log posterior increases: a tiling's
@@ -201,26 +201,24 @@
 //     state (GARCH on the S&P 500: φ ≈ 0.998, the tiled score's zero 1.3
 //     posterior sds off) and −J is indefinite far from the mode.
 //     When that exact scorer is exact only up to a discretisation
-//     (ssm.RefinedScorer; GARCH's σ² nodes), the difference
+//     (ssm.RefinedScorer; GARCH's quadrature filter), the difference
 //     r = ℓ_refined − ℓ is measured at u* and u* ± L e_k and modelled as
 //     r ≈ Σ_k a_k z_k + ½ b_k z_k² in z = L⁻¹(u − u*); the chains then
 //     sample the exact scorer's posterior times exp(Σ_k a_k z_k + ½ b_k
 //     z_k²) (Preparation.Discretisation): the finer scorer's posterior to second
 //     order at the coarse scorer's cost, a control variate for the
-//     discretisation (GARCH on the S&P 500: 64 nodes corrected towards
-//     256 move λ and τ by about 0.6 and 0.5 sd). A model that leaves its
-//     discretisation to the caller (ssm.Coarsener; GARCH with Nodes 0)
-//     is prepared at its coarser one first (GARCH: 32 nodes, refined by
-//     Richardson's extrapolation from 32 and 64), and every coarser
-//     level is then measured on one design of 3 + 4p + p(p−1) points
+//     discretisation (GARCH's older filter on 64 σ² nodes, corrected
+//     towards 256 on the S&P 500, moved λ and τ by about 0.6 and 0.5
+//     sd). A model that leaves its discretisation to the caller
+//     (ssm.Coarsener; GARCH with its defaults) is prepared at its coarser
+//     one first (GARCH: 7 quadrature points refined to 14), and every
+//     coarser level is then measured on one design of 3 + 4p + p(p−1) points
 //     around u*, out to 3 sds along the axes: r is fitted
 //     by a·z + ½zᵀBz + Σ_k d_k z_k³, whose leave-one-out error says how
 //     well it holds. The chains sample the coarsest level whose fit holds
 //     (to 0.15 nats for the first level, 0.05 for a deeper one, which
-//     only buys speed; GARCH on DAX: 24 nodes, 0.033 nats, two thirds of
-//     32's cost and a fifth of 64's; on a simulated series, where 24
-//     nodes fit to 0.08 nats and left μ's mean 0.14 sd off, 32 nodes at
-//     0.038) when the first level's correction moves no mean by
+//     only buys speed; GARCH on DAX and on the S&P 500: 7 points, 0.016
+//     and 0.008 nats) when the first level's correction moves no mean by
 //     more than 0.5 sd; beyond 4 whitened sds the curved part is held at
 //     its value on the sphere, so that a curvature fitted near u* cannot
 //     lift a far tail. Otherwise the preparation continues at
@@ -301,7 +299,7 @@
 //
 // What scores a window decides what Fit can do (FitSettings.Filter,
 // Preparation.Path). A model's exact scorer (the Kalman filter of the
-// LGSSMs, GARCH's σ² nodes) and the grid filter for a scalar state are
+// LGSSMs, GARCH's quadrature filter) and the grid filter for a scalar state are
 // deterministic. A model with a vector state whose dynamics are linear
 // Gaussian and whose emission has derivatives in the state
 // (ssm.LinearGaussian and ssm.EmissionCurvature: models.MSV) is scored by
@@ -334,7 +332,7 @@
 // amis), chains.go (the chains' estimators and methods: Precond, or the
 // Metropolis–Hastings kernels of package mh) and surrogate.go (when the
 // chains use surrogate transitions), discretisation.go and quadfit.go (the
-// discretisation correction of an exact scorer such as GARCH's σ² nodes,
+// discretisation correction of an exact scorer such as GARCH's quadrature filter,
 // and the choice of a coarser level), sample.go (planned segments,
 // extensions and the Posterior's warnings), segments.go (a checkpointed
 // fit's segments), cost.go (counted work), tailcheck.go (the spread

@@ -132,5 +132,5 @@ func (f *fit) refineHint() string {
 	if f.laplace != nil && f.model == ssm.Model(f.laplace) {
 		return fmt.Sprintf("raise FitSettings.LaplacePaths (now %d)", f.laplace.paths)
 	}
-	return "refine the scorer (GARCH: Nodes)"
+	return "refine the scorer (GARCH: raise Points)"
 }

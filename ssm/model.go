@@ -162,9 +162,9 @@ type Coster interface {
 }
 
 // RefinedScorer is an optional capability of an ExactScorer that is exact
-// only up to a discretisation (GARCH's filter on σ² nodes): RefinedLogLik
+// only up to a discretisation (GARCH's quadrature filter): RefinedLogLik
 // returns the same log-likelihood as ExactScore at a finer one (GARCH:
-// four times the nodes), so that a caller can measure how much the
+// 14 quadrature points instead of 10), so that a caller can measure how much the
 // discretisation tilts the posterior near its mode and correct for it
 // (sgmcmc.Fit does: see Preparation.DiscretisationTilt).
 type RefinedScorer interface {
@@ -172,14 +172,13 @@ type RefinedScorer interface {
 }
 
 // Coarsener is an optional capability of a RefinedScorer whose
-// discretisation is left to the caller (GARCH with Nodes 0): Coarsen
+// discretisation is left to the caller (GARCH with its defaults): Coarsen
 // returns the same model at a coarser discretisation, cheaper per pass,
 // and false when there is no such choice. Its RefinedLogLik may be
 // coarser than the model's own too, as long as it is as close to exact
-// wherever the coarser model's correction towards it is small (GARCH: 32
-// nodes refined by extrapolation from 32 and 64 instead of 64 to 256).
-// A coarser model may coarsen again, with the same RefinedLogLik (GARCH's
-// does not). sgmcmc.Fit prepares the first coarser model, fits the
+// wherever the coarser model's correction towards it is small (GARCH:
+// 7 quadrature points refined to the default's 14). A coarser model may
+// coarsen again, with the same RefinedLogLik (GARCH's does not). sgmcmc.Fit prepares the first coarser model, fits the
 // correction of every level on one design of points, samples the
 // coarsest whose correction it can trust, and checks it after sampling.
 type Coarsener interface {

@@ -4,7 +4,7 @@
 // With no flags it fits the stochastic volatility model to the bundled DAX
 // daily log-returns (testdata/dax_returns.csv, T = 1859) with Fit's
 // defaults, 4 chains: a particle warm-up, then the deterministic grid
-// filter (the LGSSM's Kalman filter and GARCH's σ² nodes for those models),
+// filter (the LGSSM's Kalman filter and GARCH's quadrature filter for those models),
 // Newton steps to the mode, and the cheapest of three planned runs
 // (control-variate SGLD for long series, Metropolis–Hastings chains on
 // full-data scores for short ones such as DAX). It prints per natural
@@ -133,7 +133,7 @@ type config struct {
 	proposal                              compare.ProposalFlag
 	kalman, json, quiet, returns, demean  bool
 	allowOutliers                         bool
-	nodes                                 int
+	nodes, points                         int
 	scale                                 float64
 	set                                   sgmcmc.FitSettings
 	st                                    stateOpts // -states, -forecast (states.go)
@@ -160,7 +160,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.cols, "cols", "", "msv: the columns of the CSV to fit as the series, comma-separated header names or 1-based indices (e.g. -cols dax,cac or -cols 2,3 for date,dax,cac; default: every column)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
-	fs.IntVar(&c.nodes, "nodes", 0, "garch: sigma² nodes of the exact scorer (0: 64, or 32 or 24 where the fit finds that correctable; 128 costs about 3.2 times 64); the fit corrects the chains towards 4 times the nodes (256 for 64; for the coarser 32 and 24, Richardson's extrapolation from 32 and 64) and warns when that correction is large")
+	fs.IntVar(&c.points, "points", 0, "garch: points of the quadrature filter's rule (0: 10, or 7 where the fit finds that correctable; 3 to 32), refined by 4 for the correction; raise it when a warning says the discretisation correction falls short")
+	fs.IntVar(&c.nodes, "nodes", 0, "garch: 0 for the default exact scorer, a quadrature filter on log sigma² (10 points, or 7 where the fit finds that correctable, corrected towards 14); 16 to 1024 for a filter on that many fixed sigma² nodes instead (about 5 times slower at 64 nodes, corrected towards 4 times the nodes); the fit warns when the correction is large")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise; the fit samples exactly as without it (the same draws); the summary covers every draw of the run, and a finished run's is printed again (FILE, FILE.prep and FILE.draws hold the state, each with a checksum: a damaged one is refused by name; FILE.lock marks it in use)")
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory (created; "+lockName+" in it marks it in use: one run per directory)")
 	fs.BoolVar(&c.allowOutliers, "allow-outliers", false, "fit values beyond 10⁶ robust sds (scaled median absolute deviations) from the median, which are otherwise an error naming the first")
@@ -193,9 +194,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	case c.model == "msv" && strings.HasSuffix(c.data, ".bin"):
 		return nil, badFlag("-model msv reads its series from the columns of a CSV file, not from the binary %s (which does not record them)", c.data)
 	case c.nodes != 0 && (c.nodes < 16 || c.nodes > 1024):
-		return nil, badFlag("-nodes = %d: want 0 (64 nodes) or 16 to 1024", c.nodes)
+		return nil, badFlag("-nodes = %d: want 0 (the quadrature filter) or 16 to 1024", c.nodes)
 	case c.nodes != 0 && c.model != "garch":
 		return nil, badFlag("-nodes needs -model garch")
+	case c.points != 0 && (c.points < 3 || c.points > 32):
+		return nil, badFlag("-points = %d: want 0 (10 points) or 3 to 32", c.points)
+	case c.points != 0 && c.model != "garch":
+		return nil, badFlag("-points needs -model garch")
+	case c.points != 0 && c.nodes != 0:
+		return nil, badFlag("-points and -nodes choose two different filters: set one")
 	case c.kalman && c.model != "lgssm":
 		return nil, badFlag("-kalman needs -model lgssm (the Kalman filter is exact only for the linear Gaussian model)")
 	case strings.HasSuffix(c.data, ".bin") && (c.id != "" || c.col != "" || c.cols != ""):
@@ -330,8 +337,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "fit: warning: "+small)
 	}
 	base := modelNamed[c.model]
-	if c.nodes != 0 {
-		base = models.GARCH{Nodes: c.nodes}
+	if c.nodes != 0 || c.points != 0 {
+		base = models.GARCH{Nodes: c.nodes, Points: c.points}
 	}
 	if c.model == "msv" {
 		base = models.MSV{D: data.Sequences[0].Obs}
@@ -471,7 +478,10 @@ func describe(c *config, post *sgmcmc.Posterior) string {
 		return g + ", Laplace importance sampling"
 	}
 	if pr.Exact {
-		scorer := map[string]string{"lgssm": " (Kalman filter)", "garch": " (filter on σ² nodes)"}[c.model]
+		scorer := map[string]string{"lgssm": " (Kalman filter)", "garch": " (quadrature filter on log σ²)"}[c.model]
+		if c.nodes != 0 {
+			scorer = fmt.Sprintf(" (filter on %d σ² nodes)", c.nodes)
+		}
 		return g + ", the model's exact scorer" + scorer
 	}
 	if pr.Grid.Nodes > 0 {

@@ -235,12 +235,12 @@ func TestGARCHOnDAX(t *testing.T) {
 	}
 	checkOutput(t, o, dir, "garch", models.GARCH{}.ParamNames(), 2, 150, 300)
 	// The discretisation correction is reported: on 120 days the coarser
-	// 32 nodes suffice (a shift below 0.5 sd towards their finer scorer)
-	// and the deeper 24 nodes' correction fits (level 2), and the check
-	// after sampling finds the chains within 0.2 sd of the finer scorer.
-	if d := o.Discretisation; d == nil || d.Level != 2 || len(d.Shift) != 4 || len(d.Residual) != 4 || len(d.ResidualSE) != 4 ||
+	// 7-point rule suffices (level 1, a shift below 0.5 sd towards the
+	// finer 14-point rule), and the check after sampling finds the chains
+	// within 0.2 sd of the finer scorer.
+	if d := o.Discretisation; d == nil || d.Level != 1 || len(d.Shift) != 4 || len(d.Residual) != 4 || len(d.ResidualSE) != 4 ||
 		len(d.ResidualSD) != 4 || len(d.ResidualSDSE) != 4 || d.Draws != 12 && d.Draws != 24 {
-		t.Errorf("discretisation %+v: want level 2, the shift in u and the residual check of the means and sds (4 parameters) from 12 or 24 draws", d)
+		t.Errorf("discretisation %+v: want level 1, the shift in u and the residual check of the means and sds (4 parameters) from 12 or 24 draws", d)
 	} else {
 		t.Logf("discretisation: coarse %v, shift %.3f, residual %.3f ± %.3f (%d draws)", d.Coarse, d.Shift, d.Residual, d.ResidualSE, d.Draws)
 		for i := range 4 {
@@ -319,7 +319,7 @@ func TestBadInput(t *testing.T) {
 		{"negative thin", []string{"-data", daxPath, "-thin", "-1"}, "-thin = -1 is negative"},
 		{"kalman needs lgssm", []string{"-kalman"}, "-kalman needs -model lgssm"},
 		{"nodes needs garch", []string{"-nodes", "128"}, "-nodes needs -model garch"},
-		{"too few nodes", []string{"-model", "garch", "-data", daxPath, "-nodes", "8"}, "-nodes = 8: want 0 (64 nodes) or 16 to 1024"},
+		{"too few nodes", []string{"-model", "garch", "-data", daxPath, "-nodes", "8"}, "-nodes = 8: want 0 (the quadrature filter) or 16 to 1024"},
 		{"negative iterations", []string{"-data", daxPath, "-iters", "-1"}, "-iters = -1 is negative"},
 		{"unknown filter", []string{"-filter", "smc"}, `unknown filter "smc"`},
 		{"missing id column", []string{"-data", short, "-id", "week"}, "week"},

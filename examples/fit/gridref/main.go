@@ -81,6 +81,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "random seed (importance draws, particle filters, -simulate)")
 	scores := fs.Int("scores", 0, "svm: if positive, also compare particle filter scores at the mode with the grid's: this many full-sequence replications (ten times as many buffered ones)")
 	np := fs.Int("N", 0, "particles for -scores (default 1000)")
+	quadLik := fs.Int("quad", 0, "garch: instead of the grid, the likelihood of models.GARCH's quadrature filter with this many points (e.g. 14, within 0.004 nats of a 512-node σ² filter on the S&P 500 returns); a pass costs a fraction of the grid's on long series")
 	gcheck := fs.String("gcheck", "", "garch: comma-separated grid sizes at which to print the log-likelihood at the mode")
 	startAt := fs.String("start", "", "comma-separated natural parameters at which Newton starts (default: the model's start from the data)")
 	newtonIters := fs.Int("newton", 0, "at most this many Newton iterations (default 40; garch 12)")
@@ -126,6 +127,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *simT < 0 || (*simT > 0) != (*write != "") || (*simT > 0 && *model != "lgssm") {
 		return errors.New("-simulate T (T > 0) needs -write FILE and -model lgssm, and -write needs -simulate")
+	}
+	if *quadLik != 0 && (*model != "garch" || *quadLik < 3 || *quadLik > 32) {
+		return fmt.Errorf("-quad = %d: want 3 to 32 points, with -model garch", *quadLik)
 	}
 	if *gcheck != "" && *model != "garch" {
 		return errors.New("-gcheck is for -model garch")
@@ -190,6 +194,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 		modeLL = func(u []float64, _ uint64) float64 { return garchRichardson(seq.Y, u, *g/2) }
 		method += fmt.Sprintf(" (mode and Laplace covariance from G = %d and %d)", *g/2, *g)
 		iters = 12
+		if *quadLik > 0 {
+			qm := models.GARCH{Points: *quadLik}
+			method = fmt.Sprintf("quadrature filter on log sigma² (models.GARCH{Points: %d})", *quadLik)
+			ll = func(u []float64, _ uint64) float64 {
+				l, err := qm.ExactScore(nil, u, seq, ssm.Full(seq.Len()))
+				if err != nil {
+					return math.Inf(-1)
+				}
+				return l
+			}
+			modeLL = ll
+		}
 		u0 = make([]float64, 4)
 		err = gm.Start(u0, ssm.Dataset{Sequences: []ssm.Sequence{seq}})
 	default:
