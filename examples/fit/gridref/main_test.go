@@ -100,6 +100,11 @@ func TestRunSmall(t *testing.T) {
 	if a, b := modeLine(out.String()), modeLine(started.String()); a != b {
 		t.Errorf("-start changed the mode: %q vs %q", b, a)
 	}
+	for _, bad := range [][]string{{"-quad", "14"}, {"-model", "garch", "-quad", "2"}} {
+		if err := run(append([]string{"-data", data}, bad...), &started, &errb); err == nil || !strings.Contains(err.Error(), "-quad") {
+			t.Errorf("%v: error %v, want one naming -quad", bad, err)
+		}
+	}
 	for _, bad := range []string{"0.8,0.5", "0.8,x,1", "1.5,0.5,1"} {
 		if err := run([]string{"-data", data, "-start", bad}, &started, &errb); err == nil || !strings.Contains(err.Error(), "-start") {
 			t.Errorf("-start %s: error %v, want one naming -start", bad, err)
