@@ -27,7 +27,16 @@
 //     exact importance weights, which removes most of the bootstrap filter's
 //     particle bias in the τ score on heavy-tailed returns;
 //   - GARCH, GARCH(1,1) observed with Gaussian noise, whose state rows carry
-//     σ_t² and its tangent ∂σ_t²/∂u.
+//     σ_t² and its tangent ∂σ_t²/∂u. Its exact scorer (for sgmcmc.Fit)
+//     filters σ² alone, which is a Markov chain given the data, on a
+//     K-point quadrature rule in log σ² that moves with the filtered law:
+//     each step maps the rule through the transition on a Gauss–Hermite
+//     rule in x_t | y_t, weighs the atoms by the next emission, whose
+//     weighted sum is that observation's predictive density, and compresses
+//     them to the K-point Gauss rule of their law (Stieltjes procedure and
+//     Golub–Welsch eigenvalues), keeping its first 2K moments
+//     (garch_quad.go). With GARCH.Nodes it is a filter on fixed σ² nodes
+//     instead (garch_exact.go).
 //
 // For LGSSM, LGSSMd and SVM, ν_0 is the stationary law of the latent AR
 // process. Each bound kernel's AddScore is the exact gradient in u of the
