@@ -155,7 +155,9 @@ func writeScalingPage(path string, results []result, budget time.Duration, total
 	p("a fit that reaches it while sampling stops with a warning, and the runner stops one whose preparation\n")
 	p("is still running after %.1f times the budget). The cost of a calibrated posterior is the wall time of\n", scalingGrace)
 	p("the whole `examples/fit` process divided by the smallest bulk or tail ESS over the parameters: seconds\n")
-	p("per effective draw. Every 90%% interval should cover the value simulated from.\n\n")
+	p("per effective draw. Every 90%% interval should cover the value simulated from; a model's series share\n")
+	p("their first rows (one simulation stream, seed 1), so their misses are not independent draws of the\n")
+	p("interval's coverage, which simulation-based calibration over 100 series measures ([sbc.md](sbc.md)).\n\n")
 	p("Wall times on a %s; the fits use every core.", hostLine())
 	if c := commit(); c != "" {
 		p(" Code: commit %s.", c)
