@@ -40,10 +40,10 @@ const (
 )
 
 // ExactScore implements ssm.ExactScorer by a deterministic filter: by
-// default the quadrature filter of Quadrature (Points), whose score is the
-// central difference of its log-likelihood seeded as below; with Nodes
-// set, the filter on fixed nodes for σ² described here (no particles),
-// differentiated in forward mode. Both attribute the score to the factors
+// default the quadrature filter of Quadrature (Points); with Nodes set,
+// the filter on fixed nodes for σ² described here (no particles). Both
+// are differentiated in forward mode, so the score is the exact
+// derivative of the log-likelihood seeded as below. Both attribute the score to the factors
 // in the same way (the seeding below), and both log-likelihoods are smooth
 // in u. The node filter's
 // log-likelihood is a C³ function of u (for a fixed window and data) and

@@ -30,10 +30,12 @@ import (
 //
 // Every map is smooth in u (the rule's nodes are eigenvalues of a Jacobi
 // matrix whose entries are smooth in the atoms), so the log-likelihood is
-// too, and its derivative is taken by central differences.
+// too; its derivative is carried through the same pass in forward mode
+// (garch_quad_tangent.go).
 
-// ghRule is a Gauss–Hermite rule for N(0, 1).
-type ghRule struct{ z, w []float64 }
+// ghRule is a Gauss–Hermite rule for N(0, 1), with its law of Z² (the
+// rule folded at 0: each ±z pair is one point z² of twice the weight).
+type ghRule struct{ z, w, z2, w2 []float64 }
 
 var ghRules sync.Map // int → ghRule
 
@@ -49,6 +51,14 @@ func gaussHermite(n int) ghRule {
 		w[i] /= math.SqrtPi
 	}
 	r := ghRule{z: x, w: w}
+	// The nodes are sorted and symmetric about 0.
+	for i := range n / 2 {
+		z := 0.5 * (x[n-1-i] - x[i])
+		r.z2, r.w2 = append(r.z2, z*z), append(r.w2, w[i]+w[n-1-i])
+	}
+	if n%2 == 1 {
+		r.z2, r.w2 = append(r.z2, 0), append(r.w2, w[n/2])
+	}
 	ghRules.Store(n, r)
 	return r
 }
@@ -61,6 +71,7 @@ type garchQuadWork struct {
 	p0, p1       []float64 // Stieltjes: the last two orthonormal polynomials
 	d, e, z      []float64 // Jacobi matrix and the first row of its eigenvectors
 	node, weight []float64 // the filtered rule: σ² nodes and weights
+	tan          garchQuadTan
 }
 
 var garchQuadPool = sync.Pool{New: func() any { return new(garchQuadWork) }}
@@ -78,77 +89,37 @@ func (q *garchQuadWork) init(K, J int) {
 	q.d, q.e, q.z, q.node, q.weight = grow(q.d, K), grow(q.e, K), grow(q.z, K), grow(q.node, K), grow(q.weight, K)
 }
 
-// garchSeeded gives the kernel of a factor with seed s: the parameters at
-// u + s·δ·e_dir (u itself when s or δ is 0).
-type garchSeeded struct {
-	u     []float64
-	dir   int
-	delta float64
-	base  garchKernel
-	last  float64 // the seed of cur
-	cur   garchKernel
-	pert  [garchParams]float64
-}
-
-// at returns the kernel of seed s, a copy: the factors of two rows are in
-// use at once.
-func (g *garchSeeded) at(s float64) (garchKernel, error) {
-	if s == 0 || g.delta == 0 {
-		return g.base, nil
-	}
-	if s != g.last {
-		copy(g.pert[:], g.u)
-		g.pert[g.dir] += s * g.delta
-		if err := g.cur.Rebind(g.pert[:]); err != nil {
-			return garchKernel{}, err
-		}
-		if err := garchExactValid(&g.cur); err != nil {
-			return garchKernel{}, err
-		}
-		g.last = s
-	}
-	return g.cur, nil
-}
-
-// filter returns log p(y_window) with the factors of the kept rows at
-// u + w_t·δ·e_dir (dir < 0: all at u); see ExactScore for which factor a
-// parameter belongs to.
-func (q *garchQuadWork) filter(g *garchSeeded, seq ssm.Sequence, w ssm.Window, acc bool) (float64, error) {
-	seed := func(t int) float64 {
-		if !acc || t < w.KeepStart || t >= w.KeepEnd {
-			return 0
-		}
-		return w.Weight(t)
-	}
-	s0 := 0.0
-	if acc && w.KeepsInitial() {
-		s0 = w.Weight(0)
-	}
-	k0, err := g.at(s0)
-	if err != nil {
-		return 0, err
-	}
-	mu0 := k0.mu
-	k, err := g.at(seed(w.Start))
-	if err != nil {
-		return 0, err
-	}
-	// The state paired with y[Start]: σ² = α + γμ + βx², x ~ N(0, μ).
-	rj, n := q.rj, 0
-	sm := math.Sqrt(mu0)
+// start sets the atoms of the state paired with y[Start], σ² = α + γμ +
+// βx², x ~ N(0, μ), on the rule's law of Z² (x² = μZ²), and returns their
+// number: J/2 distinct atoms, fewer than a rule of K ≥ J/2 points, which
+// compress then keeps as they are (a Gauss rule of more points than the
+// law's support has coinciding nodes, whose weights have no derivative).
+func (q *garchQuadWork) start(k *garchKernel) int {
 	c := k.alpha + k.gamma*k.mu
-	for j, z := range rj.z {
-		x := sm * z
-		q.a[n], q.w[n] = c+k.beta*x*x, rj.w[j]
-		n++
+	for j, z2 := range q.rj.z2 {
+		q.a[j], q.w[j] = c+k.beta*k.mu*z2, q.rj.w2[j]
+	}
+	return len(q.rj.z2)
+}
+
+// filter returns log p(y_window) at u (kernel k) and, with tangents pt
+// (nil: none), adds its seeded score to grad.
+func (q *garchQuadWork) filter(k *garchKernel, pt *garchTangents, seq ssm.Sequence, w ssm.Window, grad []float64) (float64, error) {
+	n := q.start(k)
+	if pt != nil {
+		q.startTangent(k, pt, w)
 	}
 	ll := 0.0
 	for t := w.Start; ; t++ {
-		// k is the kernel of factor t.
 		yt := seq.Y[t]
 		miss := math.IsNaN(yt)
 		if !miss {
-			l, err := q.emit(n, yt, k.tau2)
+			var dt2 *tan4
+			if pt != nil {
+				d := scaled(pt.tau2, garchSeed(w, t))
+				dt2 = &d
+			}
+			l, err := q.emit(n, yt, k.tau2, dt2)
 			if err != nil {
 				return 0, fmt.Errorf("models: GARCH quadrature filter: observation row %d (y = %v): %w", t, yt, err)
 			}
@@ -157,31 +128,43 @@ func (q *garchQuadWork) filter(g *garchSeeded, seq ssm.Sequence, w ssm.Window, a
 		if t == w.End-1 {
 			break
 		}
-		q.compress(n)
-		kn, err := g.at(seed(t + 1))
-		if err != nil {
-			return 0, err
+		if pt == nil {
+			q.compress(n)
+			n = q.move(k, yt, miss)
+		} else {
+			q.compressTangent(n)
+			n = q.moveTangent(k, pt, garchSeed(w, t), garchSeed(w, t+1), yt, miss)
 		}
-		n = q.move(&k, &kn, yt, miss)
-		k = kn
+	}
+	if pt != nil {
+		for i, d := range q.tan.dll {
+			grad[i] += d
+		}
 	}
 	return ll, nil
 }
 
 // emit weighs the n atoms by N(y; 0, a + τ²), normalises them and returns
-// the log of their weighted sum.
-func (q *garchQuadWork) emit(n int, y, t2 float64) (float64, error) {
-	a, w, lw := q.a[:n], q.w[:n], q.p0[:n]
-	y2, mx := y*y, math.Inf(-1)
-	for i := range a {
-		v := a[i] + t2
-		lw[i] = -0.5*y2/v - 0.5*math.Log(v)
-		mx = math.Max(mx, lw[i])
-	}
+// the log of their weighted sum; with dt2 (τ²'s tangents; nil: none) it
+// carries the weights' tangents and adds the log-likelihood's to dll.
+func (q *garchQuadWork) emit(n int, y, t2 float64, dt2 *tan4) (float64, error) {
+	a, w, lw, mx := q.logWeights(n, y, t2)
+	t := &q.tan
+	var dsum tan4
 	sum := 0.0
 	for i := range a {
-		w[i] *= math.Exp(lw[i] - mx)
+		e := math.Exp(lw[i] - mx)
+		w[i] *= e
 		sum += w[i]
+		if dt2 != nil {
+			v := a[i] + t2
+			g := w[i] * (0.5*y*y/(v*v) - 0.5/v) // ∂w/∂v
+			for d := range dsum {
+				x := t.dw[i][d]*e + g*(t.da[i][d]+dt2[d])
+				t.dw[i][d] = x
+				dsum[d] += x
+			}
+		}
 	}
 	if !(sum > 0) || math.IsInf(sum, 1) {
 		return 0, fmt.Errorf("the filter lost all mass")
@@ -189,14 +172,37 @@ func (q *garchQuadWork) emit(n int, y, t2 float64) (float64, error) {
 	inv := 1 / sum
 	for i := range w {
 		w[i] *= inv
+		if dt2 != nil {
+			for d := range dsum {
+				t.dw[i][d] = (t.dw[i][d] - w[i]*dsum[d]) * inv
+			}
+		}
+	}
+	if dt2 != nil {
+		for d := range dsum {
+			t.dll[d] += dsum[d] * inv
+		}
 	}
 	return math.Log(sum) + mx - garchHalfLog2Pi, nil
 }
 
+// logWeights returns the atoms, their weights, the log emission density
+// of each (in q.p0) and its largest value.
+func (q *garchQuadWork) logWeights(n int, y, t2 float64) (a, w, lw []float64, mx float64) {
+	a, w, lw = q.a[:n], q.w[:n], q.p0[:n]
+	y2 := y * y
+	mx = math.Inf(-1)
+	for i := range a {
+		v := a[i] + t2
+		lw[i] = -0.5*y2/v - 0.5*math.Log(v)
+		mx = math.Max(mx, lw[i])
+	}
+	return a, w, lw, mx
+}
+
 // move maps the filtered rule through the transition out of a row with
-// value y (factor kernel k for τ in x | y, kn for the map into the next
-// σ²) and returns the number of atoms.
-func (q *garchQuadWork) move(k, kn *garchKernel, y float64, miss bool) int {
+// value y and returns the number of atoms.
+func (q *garchQuadWork) move(k *garchKernel, y float64, miss bool) int {
 	rj, n := q.rj, 0
 	t2 := k.tau2
 	for i := range q.K {
@@ -206,10 +212,10 @@ func (q *garchQuadWork) move(k, kn *garchKernel, y float64, miss bool) int {
 			f := s / (s + t2)
 			mz, sz = f*y, math.Sqrt(f*t2)
 		}
-		c := kn.alpha + kn.gamma*s
+		c := k.alpha + k.gamma*s
 		for j, z := range rj.z {
 			x := mz + sz*z
-			q.a[n], q.w[n] = c+kn.beta*x*x, pw*rj.w[j]
+			q.a[n], q.w[n] = c+k.beta*x*x, pw*rj.w[j]
 			n++
 		}
 	}
@@ -219,6 +225,9 @@ func (q *garchQuadWork) move(k, kn *garchKernel, y float64, miss bool) int {
 // compress sets the filtered rule (node: σ² values, weight) to the K-point
 // Gauss rule of the n weighted atoms' law in log σ² (total weight 1).
 func (q *garchQuadWork) compress(n int) {
+	if q.keep(n) {
+		return
+	}
 	a, la, w := q.a[:n], q.la[:n], q.w[:n]
 	mean := 0.0
 	for i := range a {
@@ -277,6 +286,22 @@ func (q *garchQuadWork) compress(n int) {
 	}
 }
 
+// keep sets the rule to the n atoms themselves when n ≤ K, padded by
+// points of weight 0, and reports whether it did.
+func (q *garchQuadWork) keep(n int) bool {
+	if n > q.K {
+		return false
+	}
+	for i := range q.K {
+		if i < n {
+			q.node[i], q.weight[i] = q.a[i], q.w[i]
+		} else {
+			q.node[i], q.weight[i] = q.a[0], 0
+		}
+	}
+	return true
+}
+
 // jacobiRule overwrites d with the eigenvalues of the symmetric
 // tridiagonal matrix with diagonal d and off-diagonal e (e[i] couples i
 // and i+1; e is destroyed) and z with the first components of its
@@ -333,23 +358,15 @@ func jacobiRule(d, e, z []float64) {
 	}
 }
 
-// garchQuadDelta is the step, in u, of the central differences of the
-// quadrature filter's score, divided by the largest seed: the
-// log-likelihood of the S&P 500 returns (−2·10⁴) is smooth to rounding
-// (about 10⁻⁹), so the differences' error is about 10⁻⁴ from rounding and
-// δ²ℓ”'/6 from truncation.
-const garchQuadDelta = 1e-5
-
 // garchQuadScore is ExactScore on the quadrature filter with K points in
-// log σ² and J in Z: the log-likelihood, and the seeded score (see
-// ExactScore) by central differences of the seeded log-likelihood, each
-// direction perturbing only the factors of the kept rows.
+// log σ² and J in Z: the log-likelihood and, when grad is not nil, the
+// seeded score (see ExactScore) from the same pass in forward mode.
 func garchQuadScore(grad, u []float64, seq ssm.Sequence, w ssm.Window, K, J int) (float64, error) {
-	g := garchSeeded{u: u, dir: -1, last: math.NaN()}
-	if err := g.base.Rebind(u); err != nil {
+	var k garchKernel
+	if err := k.Rebind(u); err != nil {
 		return 0, err
 	}
-	if err := garchExactValid(&g.base); err != nil {
+	if err := garchExactValid(&k); err != nil {
 		return 0, err
 	}
 	if err := seq.Validate(1); err != nil {
@@ -361,27 +378,13 @@ func garchQuadScore(grad, u []float64, seq ssm.Sequence, w ssm.Window, K, J int)
 	q := garchQuadPool.Get().(*garchQuadWork)
 	defer garchQuadPool.Put(q)
 	q.init(K, J)
-	ll, err := q.filter(&g, seq, w, false)
-	if err != nil || grad == nil {
-		return ll, err
+	if grad == nil {
+		return q.filter(&k, nil, seq, w, nil)
 	}
-	top := 0.0
-	for t := w.KeepStart; t < w.KeepEnd; t++ {
-		top = math.Max(top, math.Abs(w.Weight(t)))
+	pt, err := newGARCHTangents(u)
+	if err != nil {
+		return 0, err
 	}
-	if top == 0 {
-		return ll, nil
-	}
-	g.delta = garchQuadDelta / top
-	for i := range garchParams {
-		var l [2]float64
-		for k, sign := range [2]float64{1, -1} {
-			g.dir, g.delta, g.last = i, sign*math.Abs(g.delta), math.NaN()
-			if l[k], err = q.filter(&g, seq, w, true); err != nil {
-				return ll, err
-			}
-		}
-		grad[i] += (l[0] - l[1]) / (2 * math.Abs(g.delta))
-	}
-	return ll, nil
+	q.tan.init(K, J)
+	return q.filter(&k, &pt, seq, w, grad)
 }
