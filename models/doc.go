@@ -35,8 +35,10 @@
 //     weighted sum is that observation's predictive density, and compresses
 //     them to the K-point Gauss rule of their law (Stieltjes procedure and
 //     Golub–Welsch eigenvalues), keeping its first 2K moments
-//     (garch_quad.go). With GARCH.Nodes it is a filter on fixed σ² nodes
-//     instead (garch_exact.go).
+//     (garch_quad.go); the score is its exact derivative, carried through
+//     the same pass in forward mode for about three passes' work
+//     (garch_quad_tangent.go). With GARCH.Nodes it is a filter on fixed
+//     σ² nodes instead (garch_exact.go).
 //
 // For LGSSM, LGSSMd and SVM, ν_0 is the stationary law of the latent AR
 // process. Each bound kernel's AddScore is the exact gradient in u of the
