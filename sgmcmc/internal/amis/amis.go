@@ -47,8 +47,8 @@ const (
 	// of eight GARCH-on-DAX seeds stopped there, and on seed 7 the
 	// chains' first 600 draws, whose surrogate knew those points only,
 	// had a smallest ESS of 34; from the fourth (400 points), 185, and
-	// seeds 1–8 took 17.9–24.9 s instead of 20.4–35.2 s (24 nodes, on a
-	// 2-core machine).
+	// seeds 1–8 took 17.9–24.9 s instead of 20.4–35.2 s (GARCH's σ² node
+	// filter at 24 nodes, when it was the default, on a 2-core machine).
 	SurRounds = 4
 	SurHold   = 1.3
 )
