@@ -177,9 +177,9 @@ func dataProblems(m ssm.Model, data ssm.Dataset) []problem {
 		case math.IsInf(sd, 0) || math.IsNaN(sd):
 			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd overflows (a value of %.3g): %s: rescale the data or remove the value", big, prior)})
 		case sd < 0.1 || sd > 10:
-			how := "returns in fractions: multiply by 100, examples/fit -scale 100"
+			how := "returns in fractions: multiply by 100 (ssm.Scaled(y, 100), or examples/fit -scale 100)"
 			if sd > 10 {
-				how = "returns in basis points: divide by 100, examples/fit -scale 0.01"
+				how = "returns in basis points: divide by 100 (ssm.Scaled(y, 0.01), or examples/fit -scale 0.01)"
 			}
 			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd is %.3g, but %s, and under them the posterior reflects the prior: "+
 				"rescale the data (%s) or give the model a prior of its own", sd, prior, how)})
