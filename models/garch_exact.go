@@ -40,7 +40,7 @@ const (
 )
 
 // ExactScore implements ssm.ExactScorer by a deterministic filter: by
-// default the quadrature filter of Quadrature (Points), whose score is the
+// default the quadrature filter (GARCH.Points), whose score is the
 // central difference of its log-likelihood seeded as below; with Nodes
 // set, the filter on fixed nodes for σ² described here (no particles),
 // differentiated in forward mode. Both attribute the score to the factors
