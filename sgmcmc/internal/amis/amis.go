@@ -5,10 +5,12 @@
 // (the deterministic mixture of the proposals), and q_{r+1} is fitted to
 // all of them (BestProposal: a mixture of Student-t, ν = 5). q_0 is a t
 // at the mode u* with Scale0 × the Laplace scale. Each point costs one
-// log posterior without its gradient (about half a gradient with an exact
-// scorer) and the points are independent, so they run on all workers;
-// the adaptation windows of the Metropolis-adjusted Langevin chains cost
-// 3 × 300 gradients per chain (GARCH on DAX: 9.5 of 25 minutes). The last
+// log posterior without its gradient (about half a gradient with
+// GARCH's σ² node filter, a ninth with its quadrature filter) and the
+// points are independent, so they run on all workers; the adaptation
+// windows of the Metropolis-adjusted Langevin chains cost 3 × 300
+// gradients per chain (GARCH on DAX, σ² node filter: 9.5 of 25
+// minutes). The last
 // proposal then drives the chains' independence steps, the weighted
 // covariance is the Langevin steps' metric, the chains start from points
 // drawn from the weighted points (already posterior draws, so no
