@@ -235,7 +235,10 @@ func (e *Estimator) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand)
 
 // LogPosterior returns the log posterior at u as Grad does, without its
 // gradient: with Settings.Exact the model's exact scorer then runs on
-// values only (GARCH's costs about half), with the other filters it is
+// values only (GARCH's quadrature filter: one pass instead of the
+// score's nine, 122 ms against 1.11 s on the S&P 500 returns, go test
+// -run '^$' -bench GARCHQuad -benchtime 5x ./models; its σ² node filter:
+// about half), with the other filters it is
 // Grad's value with the gradient discarded. It is NaN unless Sampling is
 // Full.
 func (e *Estimator) LogPosterior(ctx context.Context, u []float64, rng *rand.Rand) (float64, error) {

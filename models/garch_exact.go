@@ -40,10 +40,10 @@ const (
 )
 
 // ExactScore implements ssm.ExactScorer by a deterministic filter: by
-// default the quadrature filter of Quadrature (Points); with Nodes set,
-// the filter on fixed nodes for σ² described here (no particles). Both
-// are differentiated in forward mode, so the score is the exact
-// derivative of the log-likelihood seeded as below. Both attribute the score to the factors
+// default the quadrature filter (GARCH.Points); with Nodes set, the
+// filter on fixed nodes for σ² described here (no particles). Both are
+// differentiated in forward mode, so the score is the exact derivative
+// of the log-likelihood seeded as below. Both attribute the score to the factors
 // in the same way (the seeding below), and both log-likelihoods are smooth
 // in u. The node filter's
 // log-likelihood is a C³ function of u (for a fixed window and data) and
@@ -76,8 +76,8 @@ const (
 // a node at s puts mass q_j = E[N_j(X)] and first moment E[X N_j(X)] on
 // node j, in closed form: on a knot interval N_j is a cubic in X, hence a
 // polynomial in Z², and the masses are combinations of truncated normal
-// moments E[Z^{2p} 1{r ≤ |Z| < r'}], p ≤ 4, r = √((t−c)/β) (garchEdge,
-// garchInterval, addRow). They are C³ functions of (c, β, m, sd): where c
+// moments E[Z^{2p} 1{r ≤ |Z| < r'}], p ≤ 4, r = √((t−c)/β). They are
+// C³ functions of (c, β, m, sd): where c
 // crosses a knot t the only singular term is ∝ (t−c)₊^{7/2} (the fold of
 // Z ↦ Z² smoothed by the spline), where the indicator cells of a
 // histogram filter have a square-root kink that puts spikes of thousands
@@ -132,8 +132,9 @@ const (
 // central differences agree to 10⁻⁸ relative on 300 DAX returns and on
 // simulated data with gaps, 2·10⁻⁷ on all 1859 DAX returns (the rounding
 // of the log-likelihood). The only non-smooth events are the truncations
-// (nodes below garchSrcTiny are not propagated, rows stop at
-// garchRowTail), whose jumps are far below what the Jacobian checks
+// (nodes holding filter probability below 10⁻¹⁴ are not propagated, a
+// transition row stops at a weighted survival of 10⁻¹⁷), whose jumps are
+// far below what the Jacobian checks
 // resolve. On all 1859 DAX returns at
 // u0 = (−0.228, 4.48, −1.02, −0.449) (posterior sds in u about 0.98,
 // 0.48, 0.21, 0.045), central-difference Jacobians of the gradient with

@@ -13,7 +13,7 @@ import (
 // A filter for GARCH on a moving quadrature rule: the filtered law of
 // log σ_t² given y up to t is a K-point rule (nodes and weights) that
 // moves with the data and with u, so that K = 10 points do what 512 fixed
-// σ² nodes do (see GARCH.Quadrature).
+// σ² nodes do (see GARCH).
 //
 // One step from the filtered rule at t to the one at t+1:
 //  1. every node s_k (weight π_k) maps through σ_{t+1}² = c + βZ²,

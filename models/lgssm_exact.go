@@ -43,7 +43,7 @@ func (m LGSSM) Smooth(u []float64, seq ssm.Sequence) (*Smoothed, error) {
 // filter over the window and the statistic Σ_t w_t E[∇ log f_t | y_window]
 // (f_t: the transition into x_t and the emission of y_t; the initial law
 // with row 0's weight when the window keeps it) by the filter's forward
-// sensitivities (lgssmTangentScore), in O(1) memory whatever the window's
+// sensitivities, in O(1) memory whatever the window's
 // length: by Fisher's identity the statistic is the derivative at δ = 0 of
 // the window's log-likelihood in which factor t depends on u + w_t δ. The
 // RTS smoother's version of the same statistic (Kalman.Score, kept for

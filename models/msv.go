@@ -61,8 +61,8 @@ import (
 // The kernel uses the bootstrap proposal (it has no ssm.Proposer); it
 // implements ssm.TransitionBounder (max log p(x_t|x_{t−1}) = −½ log det(2πΣ))
 // and ssm.Rebinder, whose first call sizes a spare buffer and later calls
-// allocate nothing. The bulk methods allocate nothing for D ≤ msvStackD
-// (16); above it they allocate one scratch vector per call (not per
+// allocate nothing. The bulk methods allocate nothing for D ≤ 16; above
+// it they allocate one scratch vector per call (not per
 // particle).
 //
 // An MSV with D < 1 has no valid parameters: Bind, Unconstrain, Params,

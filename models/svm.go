@@ -18,7 +18,7 @@ import (
 // By default filters use the bootstrap proposal, as the paper does (the
 // kernel has no ssm.Proposer). With Guided the kernel also implements
 // ssm.Proposer with a Gaussian (Laplace) approximation of the locally
-// optimal proposal (see svmGuided). The kernel implements
+// optimal proposal (see the package documentation). The kernel implements
 // ssm.TransitionBounder with max log p(x_t|x_{t−1}) = −½ log(2πσ²).
 type SVM struct {
 	// Prior is the prior on u. Nil means DefaultSVMPrior().

@@ -29,7 +29,7 @@ import (
 //     improper under any prior with polynomial tails, and a fit finds at
 //     most a local mode, with σ pulled up and φ down (on the DAX returns
 //     2% zeros moved σ by 0.4 posterior sd, 10% by 1.6–3.2 sds); 1% or
-//     more zeros get a warning, and from svmZerosStop (12%) CheckData
+//     more zeros get a warning, and from 12% CheckData
 //     stops the fit, whose chains leave any local mode (GARCH and the
 //     LGSSM have observation noise and are not affected);
 //   - under the SVM and GARCH (any prior), 20 or more observed values none
@@ -68,7 +68,7 @@ func DataWarnings(m ssm.Model, data ssm.Dataset) []string {
 // not scale-checked (its prior is the user's statement of the scale) and
 // gets the levels problem as a warning. Under the SVM (any prior), 12% or more
 // exact zeros stop the fit too: its posterior then has no mode that the
-// chains stay near (svmZerosStop).
+// chains stay near.
 func CheckData(m ssm.Model, data ssm.Dataset) ([]string, error) {
 	var warn, fatal []string
 	noMode := false
@@ -177,9 +177,9 @@ func dataProblems(m ssm.Model, data ssm.Dataset) []problem {
 		case math.IsInf(sd, 0) || math.IsNaN(sd):
 			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd overflows (a value of %.3g): %s: rescale the data or remove the value", big, prior)})
 		case sd < 0.1 || sd > 10:
-			how := "returns in fractions: multiply by 100, examples/fit -scale 100"
+			how := "returns in fractions: multiply by 100 (ssm.Scaled(y, 100), or examples/fit -scale 100)"
 			if sd > 10 {
-				how = "returns in basis points: divide by 100, examples/fit -scale 0.01"
+				how = "returns in basis points: divide by 100 (ssm.Scaled(y, 0.01), or examples/fit -scale 0.01)"
 			}
 			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd is %.3g, but %s, and under them the posterior reflects the prior: "+
 				"rescale the data (%s) or give the model a prior of its own", sd, prior, how)})

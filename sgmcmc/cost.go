@@ -81,7 +81,8 @@ func (f *fit) iterCost() float64 {
 // 5,000); where iterations cost well under a millisecond, running on costs
 // seconds. cheapWork admits the LGSSM on the S&P 500 (40.9 nominal s from
 // no draws) and short series on the grid (the SVM on 201 returns: 46);
-// not the SVM on DAX (385) or GARCH (over 1,000).
+// not the SVM on DAX (385) or GARCH (over 1,000, measured with its σ²
+// node filter).
 func (f *fit) cheapMore(done int) int {
 	least := f.s.MinIterations
 	if least == 0 {

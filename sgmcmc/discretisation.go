@@ -53,7 +53,7 @@ type discretisation struct {
 
 // DiscretisationReport says what the correction towards a model's finer
 // scorer did, for a model whose exact scorer is exact only up to a
-// discretisation (ssm.RefinedScorer, such as GARCH's σ² nodes): the
+// discretisation (ssm.RefinedScorer, such as GARCH's quadrature filter): the
 // chains sample the exact scorer's posterior times a quadratic (and, at a
 // coarser level, cubic) correction fitted to the difference of the two
 // log-likelihoods near the mode, which moves the target to the finer
@@ -138,7 +138,8 @@ const discretisationMaxCurve = 0.5
 // discretisationMaxShift is the correction's mean shift (posterior sds)
 // above which the Posterior warns: the cubic remainder of the quadratic
 // model, about a tenth of the linear term over ± two sds on the S&P 500
-// GARCH, then exceeds 0.1 sd.
+// GARCH (measured with the σ² node filter, when it was the default),
+// then exceeds 0.1 sd.
 const discretisationMaxShift = 1.0
 
 // discretisationMaxResidual is the Residual (posterior sds), and
@@ -180,8 +181,9 @@ func residualWarning(dc *discretisation, names []string, hint string) string {
 // retry then reports that its preparation must run. (The diagonal
 // measurement had to be repeated around the corrected mode's prediction,
 // 0.36 sd away in GARCH's λ on DAX, for a residual of −0.01 ± 0.02 sd
-// instead of −0.10 ± 0.09; the design, reaching 3 sds, leaves 0.03 ±
-// 0.02 sd measured once around u*.)
+// instead of −0.10 ± 0.09; the design, reaching 3 sds, left 0.03 ±
+// 0.02 sd measured once around u*. These were measured with the σ² node
+// filter, when it was GARCH's default.)
 func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	ex, ok := f.model.(ssm.ExactScorer)
 	rs, ok2 := f.model.(ssm.RefinedScorer)
@@ -234,8 +236,10 @@ const coarseMaxShift = 0.5
 // tryCoarser puts the chains on trial on the model's coarser
 // discretisation (ssm.Coarsener, with an exact and a finer scorer) when
 // they use the model's exact scorer: the preparation then runs at the
-// coarser model's cost (GARCH: 32 σ² nodes, a third of 64's, refined by
-// extrapolation from 32 and 64), and checkDiscretisation keeps it or
+// coarser model's cost (GARCH: 7 quadrature points, refined towards 14;
+// a pass over the S&P 500 returns takes 90 ms against 122 ms at the
+// default 10 points, go test -run '^$' -bench GARCHQuad -benchtime 5x
+// ./models), and checkDiscretisation keeps it or
 // goes back to the model as given. The check after sampling always runs
 // for a coarser model.
 func (f *fit) tryCoarser() {
@@ -410,8 +414,11 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 // The residual check weighs discretisationDraws/2 draws first and all
 // discretisationDraws when some |Residual| exceeds discretisationSure or
 // some ResidualSE exceeds discretisationSureSE (so a residual near the
-// warning's 0.2 sd is always measured at all of them). GARCH: 12 passes
-// at 256 nodes cost 35 s of the S&P 500 fit.
+// warning's 0.2 sd is always measured at all of them). GARCH: a pass of
+// its finer 14-point rule over the S&P 500 returns takes 280 ms (go test
+// -run '^$' -bench GARCHQuad -benchtime 5x ./models), so 12 passes take
+// about 3.4 s of one worker; with the σ² node filter, 12 passes at 256
+// nodes cost 35 s of the S&P 500 fit.
 const (
 	discretisationSure   = 0.1
 	discretisationSureSE = 0.05

@@ -180,8 +180,9 @@
 //     posteriors only): no gradient at all. The surrogate is refitted
 //     with q between segments, to the rounds' points and the chains'
 //     draws; from the fourth round on, a surrogate whose leave-one-out
-//     holding time is at most 1.3 ends the rounds (GARCH on DAX:
-//     acceptance 0.62 → 0.86, 400 log posteriors instead of 600; from
+//     holding time is at most 1.3 ends the rounds (GARCH on DAX, with
+//     its σ² node filter: acceptance 0.62 → 0.86, 400 log posteriors
+//     instead of 600; from
 //     the third, on 300 points, the first segment mixed poorly on some
 //     seeds). The
 //     control variate is also
@@ -207,9 +208,9 @@
 //     sample the exact scorer's posterior times exp(Σ_k a_k z_k + ½ b_k
 //     z_k²) (Preparation.Discretisation): the finer scorer's posterior to second
 //     order at the coarse scorer's cost, a control variate for the
-//     discretisation (GARCH's older filter on 64 σ² nodes, corrected
-//     towards 256 on the S&P 500, moved λ and τ by about 0.6 and 0.5
-//     sd). A model that leaves its discretisation to the caller
+//     discretisation (GARCH's σ² node filter, GARCH{Nodes: 64},
+//     corrected towards 256 nodes on the S&P 500, moved λ and τ by about
+//     0.6 and 0.5 sd). A model that leaves its discretisation to the caller
 //     (ssm.Coarsener; GARCH with its defaults) is prepared at its coarser
 //     one first (GARCH: 7 quadrature points refined to 14), and every
 //     coarser level is then measured on one design of 3 + 4p + p(p−1) points

@@ -97,25 +97,32 @@ type Preparation struct {
 	CostPlain, CostCV        float64   // counted cost per gradient of each, in nominal seconds of one worker of a reference machine (never timed: see cost.go); CostCV is 2 or 3 windows of the control variate's filter
 	CostFull                 float64   // counted cost per full-data score, T/(S+2B) windows (0: not deterministic)
 	LambdaCVTail             float64   // the control variate's λ_max on the 0.99 contour (0: not measured)
-	Accept                   float64   // FullGradient: the Langevin (with a Surrogate, random-walk) proposals' Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
-	AcceptIndependent        float64   // FullGradient: the independence proposals' acceptance rate (after importance sampling, the expected one until the sampling measures it)
+	Accept                   float64   // FullGradient: the Langevin proposals' (with surrogate transitions, SurrogateHold > 0: the random-walk steps') Metropolis–Hastings acceptance rate (of the last adaptation window; in a Posterior, of the sampling)
+	AcceptIndependent        float64   // FullGradient: the independence proposals' (with surrogate transitions: theirs) acceptance rate (after importance sampling, the expected one until the sampling measures it)
 	// proposal is FullGradient's independence proposal fitted by
 	// importance sampling (nil: a Student-t at Mode with scale Chol), and
 	// Independence its share of the steps (0: 0.5).
-	proposal     []proposalComponent
+	proposal []proposalComponent
+	// Independence is the share of FullGradient's steps that are
+	// independence proposals, or surrogate transitions when
+	// SurrogateHold > 0 (0: 0.5); the other steps are Langevin proposals,
+	// or random-walk steps with surrogate transitions.
 	Independence float64
 	// sur, when set, turns the independence steps into surrogate
 	// transitions on π̃ = Proposal·exp(r) (package surrogate). It is
 	// saved with a checkpoint; SurrogateHold reports its expected holding
 	// time (0: none).
-	sur           *surrogate.Surrogate
+	sur *surrogate.Surrogate
+	// SurrogateHold is the surrogate transitions' expected holding time
+	// when the chains use them (FullGradient), 0 when they do not.
 	SurrogateHold float64
 	Gradient      Gradient // the estimator chosen
 	// Grid is the grid filter's grid (Nodes 0: particle filters).
 	Grid pf.Grid
 	// Exact reports that AutoFilter chose the model's ssm.ExactScorer
 	// because the grid filter does not apply (GARCH: its state row is not
-	// scalar; its exact scorer filters on nodes for σ²).
+	// scalar; its exact scorer filters σ² alone, on a quadrature rule in
+	// log σ²).
 	Exact bool
 	// Laplace reports that the exact scorer is Laplace importance
 	// sampling (pf.Laplace) of a model with a linear Gaussian state.
@@ -139,14 +146,24 @@ type Preparation struct {
 	// jacobian is ∂ĝ_full/∂u at u* (deterministic gradients only), which
 	// makes the control variate second order (gradient.ControlVariate).
 	jacobian []float64
+	// StepSize is the step in posterior-scale units of SGLD, or of the
+	// Langevin proposals with full-data scores (unused with surrogate
+	// transitions, whose local steps are random walks of a fixed scale).
 	StepSize float64
 	Seconds  float64 // time the preparation took
 	// After the adaptation: each chain's state (starts), the iterations
 	// it took per chain, and the autocorrelation time measured in its last
 	// window.
-	starts          [][]float64
+	starts [][]float64
+	// AdaptIterations is the adaptation's iterations per chain (with
+	// importance sampling, its log posteriors per chain).
 	AdaptIterations int
-	IAT             float64
+	// IAT is the autocorrelation time the sampling is planned from: the
+	// one measured in the adaptation's last window or, after importance
+	// sampling, predicted from the independence steps' holding time; with
+	// full-data scores, a Posterior's is the one measured on its draws
+	// when the sampling was last extended.
+	IAT float64
 }
 
 // proposalComponent is one multivariate Student-t (ν = 5) component of

@@ -172,7 +172,7 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 // handled by switching AutoGradient to the full-data score (which cannot
 // run away: its Metropolis–Hastings test rejects what leaves the support
 // or fails). The tail check (tailNoise) rests on 2p probes: GARCH on DAX
-// measured h·λ = 123 with seed 1 and 18.5 with seed 2, whose
+// (σ² node filter) measured h·λ = 123 with seed 1 and 18.5 with seed 2, whose
 // control-variate chains then ran off to μ → 2 (u = 37).
 func (f *fit) toFull(ctx context.Context, err error) bool {
 	pr := &f.prep

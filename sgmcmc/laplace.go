@@ -15,10 +15,10 @@ import (
 // log-likelihood is a deterministic, smooth function of u (its paths use
 // fixed random numbers), and an ssm.RefinedScorer whose finer
 // log-likelihood uses laplaceRefine times the paths with other random
-// numbers. The fit then runs as for GARCH's σ² nodes: Newton steps on
-// the full-data log posterior, the correction of the chains' target
-// towards the finer scorer, exact Metropolis–Hastings chains, and the
-// check of the correction by importance weights after sampling.
+// numbers. The fit then runs as for GARCH's quadrature filter: Newton
+// steps on the full-data log posterior, the correction of the chains'
+// target towards the finer scorer, exact Metropolis–Hastings chains, and
+// the check of the correction by importance weights after sampling.
 
 // laplacePaths is the default number of paths of the chains' scorer
 // (FitSettings.LaplacePaths) and laplaceRefine the factor of the finer
@@ -132,5 +132,5 @@ func (f *fit) refineHint() string {
 	if f.laplace != nil && f.model == ssm.Model(f.laplace) {
 		return fmt.Sprintf("raise FitSettings.LaplacePaths (now %d)", f.laplace.paths)
 	}
-	return "refine the scorer (GARCH: raise Points)"
+	return "refine the scorer (GARCH: raise models.GARCH.Points, or Nodes with the σ² node filter)"
 }

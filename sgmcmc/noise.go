@@ -80,8 +80,10 @@ func (f *fit) noisePoints() [][]float64 {
 // points (and the control variate's tail, tailNoise); when the full-data
 // score's planned cost is then below 1/noiseMargin of both subsequence
 // estimators', the rest would not change the choice and is skipped. Measured plan ratios: GARCH on DAX 21 and on the S&P 500 9 in
-// favour of the full-data score (6 of its 20 s preparation were
-// probes), the SVM on DAX 2 (measured in full, as before). A λ from 16
+// favour of the full-data score with its σ² node filter (6 of its 20 s
+// preparation were probes), on DAX 27 with the quadrature filter
+// (go run ./examples/fit -model garch -v: 4.09e+03 s plain against 151 s
+// full-data), the SVM on DAX 2 (measured in full, as before). A λ from 16
 // probes is off by far less than 4 (heavy-tailed noise is clipped,
 // clippedNoise), and an underestimate only favours the subsequence
 // estimators.
@@ -399,7 +401,9 @@ func (f *fit) setStep() {
 // maxTailNoise bounds hλ on the 0.99 contour for the control variate (see
 // tailNoise): gradient noise there may inject up to 10 times the
 // diffusion's variance (h²λ ≤ 10·2h). Measured hλ: GARCH on DAX 123 (λ 491;
-// at typical draws 1.6; its chains ran off to φ → 1 at step 0.25), the
+// at typical draws 1.6; its chains ran off to φ → 1 at step 0.25; with
+// its σ² node filter: the quadrature filter's λ there is 464, go run
+// ./examples/fit -model garch -v), the
 // SVM on DAX 6.4 (λ 25; calibrated with the control variate).
 const maxTailNoise = 20
 

@@ -122,7 +122,8 @@ func (f *fit) loadPreparation() (bool, error) {
 }
 
 // modelKey identifies a model for the fingerprint: its type, and its
-// settings (GARCH's Nodes, a prior given by value or by pointer) when
+// settings (GARCH's Points, Nodes and Refine, a prior given by value or
+// by pointer) when
 // they print the same in every process: pointers are followed, and a
 // function, map or channel inside leaves the type alone. (Pointers used
 // to leave the type alone too: a resumed fit with another prior passed by

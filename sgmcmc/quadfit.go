@@ -13,48 +13,59 @@ import (
 // A coarser model (ssm.Coarsener) is judged on one design of points
 // around the preparation's mode u*, in whitened coordinates
 // z = L⁻¹(u − u*) (linalg.QuadDesign): the finer scorer once per point, and
-// every coarser level's exact scorer (GARCH offers two: 32 nodes, then
-// 24, both refined by Richardson's extrapolation from 32 and 64). For each level
+// every coarser level's exact scorer (GARCH's default quadrature filter
+// offers one: its 7-point rule, refined towards 14 points; the σ² node
+// filter, when it was GARCH's default, offered two: 32 nodes, then 24,
+// both refined by Richardson's extrapolation from 32 and 64). For each level
 // the difference r = ℓ_refined − ℓ_level is fitted by a quadratic with
 // cubes along the axes, c + a·z + ½ zᵀBz + Σ d_k z_k³ (least squares;
 // linalg.FitQuad), whose leave-one-out errors say how well it represents r out
-// to 3 sds. On the DAX returns r varies by 0.41 nats (sd over 119
-// posterior draws) at 32 nodes; a quadratic fitted within 1.5 sds leaves
-// 0.02–0.04 nats and mean shifts from the 128-node posterior of at most
-// 0.004 posterior sds (offline), where the diagonal quadratic of
-// measureDiscretisation leaves 0.06 nats and 0.03 sd. The design's
-// leave-one-out error is 0.019 nats.
+// to 3 sds. At GARCH's 7 quadrature points on the DAX returns the design's
+// leave-one-out error is 0.016 nats (31 points; go run ./examples/fit
+// -model garch -v). The rest of this paragraph was measured with the σ²
+// node filter (GARCH{Nodes: n}) when it was the default: on the DAX returns r
+// varied by 0.41 nats (sd over 119 posterior draws) at 32 nodes; a
+// quadratic fitted within 1.5 sds left 0.02–0.04 nats and mean shifts
+// from the 128-node posterior of at most 0.004 posterior sds (offline),
+// where the diagonal quadratic of measureDiscretisation left 0.06 nats
+// and 0.03 sd. The design's leave-one-out error was 0.019 nats.
 //
-// 16 nodes (a pass of 19 ms against 48 at 32) were tried as a second
-// level and left out: on DAX r varies by 1.8 nats there and a quadratic
-// within 1.5 sds leaves 0.06–0.11 nats near the mode, but it misses r by
-// up to 0.72 nats at ±3 sds (1.5 on a simulated series), and with or
-// without the cubes the corrected 16-node chains narrowed μ's posterior
-// sd by 11–17% on a simulated series (T = 2000) while the DAX fits came
-// out right in 33–48 s. At 10 nodes the coarse filter itself has
-// spurious modes far out (three of six DAX fits broke).
+// With the σ² node filter, 16 nodes (a pass of 19 ms against 48 at 32)
+// were tried as a second level and left out: on DAX r varied by 1.8 nats
+// there and a quadratic within 1.5 sds left 0.06–0.11 nats near the
+// mode, but it missed r by up to 0.72 nats at ±3 sds (1.5 on a simulated
+// series), and with or without the cubes the corrected 16-node chains
+// narrowed μ's posterior sd by 11–17% on a simulated series (T = 2000)
+// while the DAX fits came out right in 33–48 s. At 10 nodes the coarse
+// filter itself had spurious modes far out (three of six DAX fits
+// broke).
 
 // quadTrust is the whitened radius beyond which a fitted correction's
 // curved part is held at its value on the sphere (discretised): the fit
 // rests on points within linalg.QuadFar, and farther out its curvature need not
 // hold, where a positive one could lift the coarse model's tail (16-node
-// GARCH chains ran to φ far below its posterior without it).
+// GARCH chains, on the σ² node filter, ran to φ far below its posterior
+// without it).
 const quadTrust = 4.0
 
 // quadMaxLOO is the largest root-mean-square leave-one-out error (nats)
 // of a level's fit for which the chains sample that level (GARCH on DAX:
-// 0.019 at 32 nodes; 0.158 at 16, and 0.233 on a simulated series where
-// 16 nodes narrowed μ). A residual of this sd over the posterior moves a
-// mean by at most as many posterior sds (its covariance with z), which
-// the check after sampling then measures.
+// 0.016 at the default's 7 quadrature points, go run ./examples/fit
+// -model garch -v; measured with the σ² node filter, 0.019 at 32 nodes,
+// 0.158 at 16, and 0.233 on a simulated series where 16 nodes narrowed
+// μ). A residual of this sd over the posterior moves a mean by at most as
+// many posterior sds (its covariance with z), which the check after
+// sampling then measures.
 const quadMaxLOO = 0.15
 
 // quadMaxLOODeep is quadMaxLOO for a deeper level, which only buys
-// speed: GARCH at 24 nodes fits to 0.033 nats on DAX, and the draws
-// checked after sampling left the means within 0.09 sd of the finer
-// scorer's posterior over eight seeds; on a simulated series (T = 2000)
-// it fitted to 0.082 nats and left μ's mean 0.14 ± 0.03 sd off (32
-// nodes there: 0.038 nats, 0.02 sd).
+// speed. GARCH's quadrature filter has no deeper level (its 7-point rule
+// is not coarsened again); the bound was set on the σ² node filter, whose
+// default had one: GARCH at 24 nodes fitted to 0.033 nats on DAX, and the
+// draws checked after sampling left the means within 0.09 sd of the
+// finer scorer's posterior over eight seeds; on a simulated series
+// (T = 2000) it fitted to 0.082 nats and left μ's mean 0.14 ± 0.03 sd off
+// (32 nodes there: 0.038 nats, 0.02 sd).
 const quadMaxLOODeep = 0.05
 
 // coarseMaxTilt is the largest whitened slope |a_k| (nats per posterior

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 )
 
 // JSONFloat is a float64 that encoding/json writes in the shortest form
@@ -56,8 +58,10 @@ type PosteriorReport struct {
 	Step       float64     `json:"step"`        // Preparation.StepSize (posterior scale)
 	NoiseRatio []float64   `json:"noise_ratio"` // Preparation.NoiseRatio (null with full-data scores)
 	// Accept and AcceptIndependent are the Metropolis–Hastings acceptance
-	// rates of the Langevin and the independence proposals with
-	// full-data scores (FullGradient), absent otherwise.
+	// rates with full-data scores (FullGradient), absent otherwise: of
+	// the Langevin and the independence proposals, or, when the chains
+	// used surrogate transitions (Method says which), of the random-walk
+	// steps and the surrogate transitions.
 	Accept            float64  `json:"accept,omitempty"`
 	AcceptIndependent float64  `json:"accept_independent,omitempty"`
 	Iters             int      `json:"iters"`       // sampling iterations per chain
@@ -131,9 +135,12 @@ func (p *Posterior) Method() string {
 }
 
 // WriteDiagnostics writes what follows the summary table (WriteText) in a
-// report of the fit: the KSD (when computed), the step size, the
-// autocorrelation time and the iterations, the gradient noise ratio, the
-// times taken, and every warning on a line "warning: ...".
+// report of the fit: the KSD (when computed), the step size (SGLD's or
+// the Langevin proposals'; with surrogate transitions, the random-walk
+// steps' sd per coordinate), the autocorrelation time and the
+// iterations, the gradient noise ratio, the acceptance rates with
+// full-data scores, the times taken, and every warning on a line
+// "warning: ...".
 func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	pr := p.Preparation
 	var b strings.Builder
@@ -143,8 +150,13 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 	if p.KSD != nil {
 		fmt.Fprintf(&b, "KSD = %.4g (in u, over %d draws, full-data scores)\n", p.KSD.KSD, p.KSD.N)
 	}
-	fmt.Fprintf(&b, "step %.3g (posterior-scale), autocorrelation time ≈ %.0f; %d adaptation + %s sampling iterations per chain\n",
-		pr.StepSize, pr.IAT, p.BurnIn, p.iterationRange())
+	step := fmt.Sprintf("step %.3g (posterior-scale)", pr.StepSize)
+	if pr.Gradient == FullGradient && pr.sur != nil {
+		// The Langevin step is not used: the local steps are random walks.
+		step = fmt.Sprintf("random-walk step sd %.3g per coordinate (posterior-scale)", surrogate.Walk/math.Sqrt(float64(max(p.Dim, 1))))
+	}
+	fmt.Fprintf(&b, "%s, autocorrelation time ≈ %.0f; %d adaptation + %s sampling iterations per chain\n",
+		step, pr.IAT, p.BurnIn, p.iterationRange())
 	if nr := pr.NoiseRatio(); nr != nil {
 		ratio := make([]string, 0, len(nr))
 		for _, x := range nr {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 )
 
 // reportPosterior is a small hand-made posterior: two chains of two draws
@@ -96,6 +97,18 @@ func TestWriteDiagnostics(t *testing.T) {
 	}
 	if err := p.WriteDiagnostics(failWriter{}); err == nil {
 		t.Error("no error from a failing writer")
+	}
+	// Full-data chains with surrogate transitions take no Langevin step:
+	// the line gives their random-walk steps' sd, and the method and
+	// acceptance rates name what ran.
+	p.Preparation.Gradient, p.Preparation.sur = FullGradient, &surrogate.Surrogate{}
+	p.Preparation.Accept, p.Preparation.AcceptIndependent = 0.5, 0.75
+	b.Reset()
+	if err := p.WriteDiagnostics(&b); err != nil ||
+		!strings.HasPrefix(b.String(), "random-walk step sd 0.707 per coordinate (posterior-scale), autocorrelation time ≈ 3;") ||
+		!strings.Contains(b.String(), "acceptance rates: random walk 0.50, surrogate transitions 0.75\n") ||
+		p.Method() != "Metropolis–Hastings (surrogate transitions and random-walk steps)" {
+		t.Errorf("surrogate transitions: %q, %q, %v", b.String(), p.Method(), err)
 	}
 }
 

@@ -590,7 +590,7 @@ type segment struct {
 //
 // Smaller extensions were tried (aiming at 1.05·TargetESS, at most
 // doubling the draws, and sizing an R-hat-only one by R̂² − 1 ∝ 1/n):
-// they saved 3–10 s on GARCH, but the LGSSM on the S&P 500 returns then
+// they saved 3–10 s on GARCH (σ² node filter), but the LGSSM on the S&P 500 returns then
 // stopped after 3,825 iterations per chain with R-hat 1.006 and bulk ESS
 // ≥ 1,311 and sds 0.86–0.94 of the reference, its chains not yet in the
 // tails that the 18 s run of this rule reaches (ratios 1.02–1.06).
@@ -648,7 +648,8 @@ func segmentsMore(n, s, tau, target float64) float64 {
 // iteration (the preparation's, so a resumed run gets the same), with
 // Workers running the Chains in waves, and at most Run's default of 1000.
 // At 1000 a planned run of a few hundred slow iterations (GARCH on the
-// S&P 500: about a second each) wrote no checkpoint between its start
+// S&P 500 with its σ² node filter: about a second each) wrote no
+// checkpoint between its start
 // and its end, and an interrupt lost all of its sampling.
 func (f *fit) checkpointEvery() int {
 	pr := &f.prep
@@ -681,7 +682,7 @@ const checkpointPeriod = 20 * time.Second
 // fullRhatExtend is the extension, as a share of the draws so far, when
 // only R-hat falls short, and fullESSExtend the least one when the ESS
 // does: the ESS model sizes it then (half the draws so far, as for
-// R-hat, took GARCH on DAX from an ESS of 378 at 1,800 draws to 900 more
+// R-hat, took GARCH on DAX, σ² node filter, from an ESS of 378 at 1,800 draws to 900 more
 // draws where 450 did; seeds 1–8: 201 s in all against 204 s, the
 // slowest 35.2 s and 35.4 s). The LGSSM on the S&P 500
 // returns, which stopped short of its tails with smaller extensions,

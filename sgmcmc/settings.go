@@ -42,7 +42,7 @@ type Filter int
 
 const (
 	// AutoFilter uses the model's ssm.ExactScorer when it has one (the
-	// LGSSM's Kalman filter, GARCH's filter on σ² nodes), else Laplace
+	// LGSSM's Kalman filter, GARCH's quadrature filter), else Laplace
 	// importance sampling (pf.Laplace) when the model's kernel implements
 	// ssm.LinearGaussian and ssm.EmissionCurvature (models.MSV: a vector
 	// state with linear Gaussian dynamics), else a pf.GridFilter
@@ -134,7 +134,7 @@ type FitSettings struct {
 	// model kernel's guided proposal when it has one).
 	Proposal pf.Proposal
 	// Exact uses the model's exact scorer (ssm.ExactScorer: the LGSSM's
-	// Kalman filter, GARCH's filter on σ² nodes) for everything, the
+	// Kalman filter, GARCH's quadrature filter) for everything, the
 	// warm-up included. Without it such a model's exact scorer still
 	// replaces the particle filters after the warm-up when Filter is
 	// AutoFilter.

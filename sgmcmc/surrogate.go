@@ -84,7 +84,7 @@ func (f *fit) refitSurrogate(us, lps [][]float64) *surrogate.Surrogate {
 // setSurrogate makes s (nil: none) the chains' surrogate. With one, every
 // step is a surrogate transition: its random-walk steps on π̃ move a chain
 // locally as the Langevin steps did, without the two gradients a
-// Langevin step costs (GARCH on DAX: 50 s instead of 77 with 10%
+// Langevin step costs (GARCH on DAX, σ² node filter: 50 s instead of 77 with 10%
 // Langevin steps, whose chains also stood longer in μ's tail); without
 // one, isIndependence of the steps are independence steps.
 func (f *fit) setSurrogate(s *surrogate.Surrogate) {

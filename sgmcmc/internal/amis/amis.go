@@ -5,10 +5,12 @@
 // (the deterministic mixture of the proposals), and q_{r+1} is fitted to
 // all of them (BestProposal: a mixture of Student-t, ν = 5). q_0 is a t
 // at the mode u* with Scale0 × the Laplace scale. Each point costs one
-// log posterior without its gradient (about half a gradient with an exact
-// scorer) and the points are independent, so they run on all workers;
-// the adaptation windows of the Metropolis-adjusted Langevin chains cost
-// 3 × 300 gradients per chain (GARCH on DAX: 9.5 of 25 minutes). The last
+// log posterior without its gradient (about half a gradient with
+// GARCH's σ² node filter, a ninth with its quadrature filter) and the
+// points are independent, so they run on all workers; the adaptation
+// windows of the Metropolis-adjusted Langevin chains cost 3 × 300
+// gradients per chain (GARCH on DAX, σ² node filter: 9.5 of 25
+// minutes). The last
 // proposal then drives the chains' independence steps, the weighted
 // covariance is the Langevin steps' metric, the chains start from points
 // drawn from the weighted points (already posterior draws, so no
@@ -47,8 +49,8 @@ const (
 	// of eight GARCH-on-DAX seeds stopped there, and on seed 7 the
 	// chains' first 600 draws, whose surrogate knew those points only,
 	// had a smallest ESS of 34; from the fourth (400 points), 185, and
-	// seeds 1–8 took 17.9–24.9 s instead of 20.4–35.2 s (24 nodes, on a
-	// 2-core machine).
+	// seeds 1–8 took 17.9–24.9 s instead of 20.4–35.2 s (GARCH's σ² node
+	// filter at 24 nodes, when it was the default, on a 2-core machine).
 	SurRounds = 4
 	SurHold   = 1.3
 )

@@ -135,7 +135,8 @@ const (
 	// term is exact, and where the likelihood flattens towards a bound
 	// (GARCH's μ → 2) π/q at the tail's few points is below what it is
 	// farther out, so a tight cap cut the very tail mass that fit is for.
-	// GARCH on DAX (24 nodes), seeds 1–8: 204 s in all with 2 against
+	// GARCH on DAX (σ² node filter at 24 nodes, when it was the
+	// default), seeds 1–8: 204 s in all with 2 against
 	// 226 s with 0.5 (seed 5: 22.3 s against 33.7, seed 7: 35.4 against
 	// 43.5), the same accuracy; at 32 nodes, a margin of 5 took 247 s
 	// against 296 but made seed 2 slower (46.9 s against 37.3: its
