@@ -6,7 +6,7 @@
 // all of them (BestProposal: a mixture of Student-t, ν = 5). q_0 is a t
 // at the mode u* with Scale0 × the Laplace scale. Each point costs one
 // log posterior without its gradient (about half a gradient with
-// GARCH's σ² node filter, a ninth with its quadrature filter) and the
+// GARCH's σ² node filter, a third with its quadrature filter) and the
 // points are independent, so they run on all workers; the adaptation
 // windows of the Metropolis-adjusted Langevin chains cost 3 × 300
 // gradients per chain (GARCH on DAX, σ² node filter: 9.5 of 25
