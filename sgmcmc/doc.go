@@ -27,8 +27,8 @@
 // be tested on Gaussian targets with exact gradients. Fit, the layer above
 // them, imports the module's packages gradient (the particle gradient
 // estimators), ksd (diagnostics), pf (filters), ssm (models and data) and
-// internal/fmath, and its own internal packages tmix, surrogate and
-// linalg.
+// internal/fmath, and its own internal packages tmix, surrogate, linalg
+// and states.
 //
 // # Step-size convention
 //
@@ -286,13 +286,13 @@
 //     finer scorer's (refine the scorer).
 //
 // The Posterior returned by Fit also answers questions about the latent
-// states, integrated over D thinned posterior draws (states.go,
-// forecast.go): States (smoothed and filtered laws of x_t and of the
-// volatility, by FFBSi or fixed-lag particle smoothing per draw, or exact
-// Kalman/RTS moments for an ssm.StateSmoother), Forecast (h-step predictive
-// laws of x, y and the volatility), PredictiveScore (the log predictive
-// score of held-out rows) and LogLik (the log-likelihood at a point such as
-// MeanU()).
+// states, integrated over D thinned posterior draws (states.go and
+// forecast.go, computed by package internal/states): States (smoothed and
+// filtered laws of x_t and of the volatility, by FFBSi or fixed-lag
+// particle smoothing per draw, or exact Kalman/RTS moments for an
+// ssm.StateSmoother), Forecast (h-step predictive laws of x, y and the
+// volatility), PredictiveScore (the log predictive score of held-out
+// rows) and LogLik (the log-likelihood at a point such as MeanU()).
 //
 // # Where things are
 //
@@ -339,15 +339,21 @@
 // fit's segments), cost.go (counted work), tailcheck.go (the spread
 // check), posterior.go (Posterior, its summary and KSD), prepfile.go (the
 // preparation's checkpoint), laplace.go (a vector-state model scored by
-// pf.Laplace), states.go and forecast.go (latent states,
-// forecasts, predictive scores), report.go (the JSON report) and merge.go
-// (summaries of any chains' draws).
+// pf.Laplace), states.go and forecast.go (the public types and methods
+// of latent states, forecasts, predictive scores and log-likelihoods:
+// their settings' checks and defaults, and the conversion of the
+// results of package internal/states), report.go (the JSON report) and
+// merge.go (summaries of any chains' draws).
 //
 // Shared definitions: streams.go (every random stream and what it drives),
 // thresholds.go (R-hat 1.01 and ESS 400), and the internal packages tmix
 // (the Student-t mixtures, weighted-sample functions and independence
 // chains' rates), amis (adaptive importance sampling, given a batch log
 // posterior), mh (the exact Metropolis–Hastings kernels), surrogate (the
-// surrogate π̃ and its transitions) and linalg (small matrix functions and
-// the quadratic fits of the discretisation correction).
+// surrogate π̃ and its transitions), linalg (small matrix functions and
+// the quadratic fits of the discretisation correction) and states (latent
+// states, forecasts, predictive scores and log-likelihoods integrated
+// over posterior draws, from the model, a sequence, the draws as plain
+// slices and resolved settings: worker pools, exact and particle draws of
+// the states, mixture summaries and log-mean-exp scores).
 package sgmcmc

@@ -3,10 +3,8 @@ package sgmcmc
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 
-	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/states"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -46,115 +44,19 @@ func (p *Posterior) Forecast(ctx context.Context, H int, s StateSettings) (*Fore
 	if H < 1 {
 		return nil, fmt.Errorf("%w: forecast horizon %d must be at least 1", ErrSettings, H)
 	}
-	r, err := p.stateSetup(s, true)
+	r, s, err := p.stateRun(s, true)
 	if err != nil {
 		return nil, err
 	}
-	s = r.s
-	if r.exact != nil && r.dims.State != 1 {
-		r.exact = nil // exact draws of x_T need the joint law; the marginals are all we get
-	}
-	T := r.seq.Len()
-	win := historyWindow(s.Buffer, T, 0)
-	win.KeepStart, win.KeepEnd = T, T
-	D, M, S, O := len(r.draws), r.M, r.dims.State, r.dims.Obs
-	per := D * M
-	states := make([]*pool, len(r.comps))
-	for j := range states {
-		states[j] = newPool(H, per, false)
-	}
-	obs := make([]*pool, O)
-	for j := range obs {
-		obs[j] = newPool(H, per, false)
-	}
-	var vol *pool
-	if r.vol {
-		vol = newPool(H, per, false)
-	}
-	workers, err := r.newWorkers()
+	fc, err := r.Forecast(ctx, H)
 	if err != nil {
 		return nil, err
 	}
-	err = r.forEach(ctx, D, func(wi, d int) error {
-		w := workers[wi]
-		k, err := r.bind(w, d)
-		if err != nil {
-			return err
-		}
-		w.src.Seed(s.Seed, forecastStream|uint64(d))
-		if len(w.x) != M*S {
-			w.x, w.x2, w.y = make([]float64, M*S), make([]float64, M*S), make([]float64, O)
-		}
-		if r.exact != nil {
-			if w.mom.FilterMean == nil || len(w.mom.FilterMean) != 1 {
-				w.mom = ssm.StateMoments{FilterMean: make([]float64, 1), FilterVar: make([]float64, 1)}
-			}
-			if _, err := r.exact.SmoothStates(r.draws[d], r.seq, win, w.mom); err != nil {
-				return fmt.Errorf("posterior draw %d: %w", d, err)
-			}
-			sd := math.Sqrt(w.mom.FilterVar[0])
-			for m := range M {
-				w.x[m] = w.mom.FilterMean[0] + sd*w.rng.NormFloat64()
-			}
-		} else {
-			if len(w.out.Filtered) != M*S || w.out.Smoothed != nil {
-				w.out = pf.StateOutput{Filtered: make([]float64, M*S)}
-			}
-			if _, err := w.st.Run(ctx, k, r.dims, r.seq, win, w.out, w.rng); err != nil {
-				return fmt.Errorf("posterior draw %d: %w", d, err)
-			}
-			copy(w.x, w.out.Filtered)
-		}
-		vk, _ := k.(ssm.Volatility)
-		cur, next := w.x, w.x2
-		for h := range H {
-			k.SampleTransition(next, cur, w.rng)
-			cur, next = next, cur
-			for m := range M {
-				row := cur[m*S : (m+1)*S]
-				at := h*per + d*M + m
-				for j, c := range r.comps {
-					states[j].v[at] = float32(row[c])
-				}
-				k.SampleEmission(w.y, row, w.rng)
-				for j := range O {
-					obs[j].v[at] = float32(w.y[j])
-				}
-				if vol != nil {
-					vol.v[at] = float32(vk.Volatility(row))
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sgmcmc: forecast: %w", err)
-	}
-	out := &ForecastSummary{Sequence: s.Sequence, Origin: T, Horizon: H, Components: r.comps, Draws: D, Paths: M, Exact: r.exact != nil}
-	for _, ps := range states {
-		out.States = append(out.States, ps.summarise(s.Workers))
-	}
-	for _, ps := range obs {
-		out.Obs = append(out.Obs, ps.summarise(s.Workers))
-	}
-	if vol != nil {
-		v := vol.summarise(s.Workers)
-		out.Volatility = &v
-	}
-	return out, nil
-}
-
-// historyWindow returns the window of the last buf rows (0: all, negative:
-// one) of a sequence of length T, extended by extra rows after it.
-func historyWindow(buf, T, extra int) ssm.Window {
-	start := 0
-	switch {
-	case buf > 0:
-		start = max(0, T-buf)
-	case buf < 0:
-		start = max(0, T-1)
-	}
-	return ssm.Window{Start: start, End: T + extra, KeepStart: start, KeepEnd: start}
+	return &ForecastSummary{
+		Sequence: s.Sequence, Origin: fc.Origin, Horizon: fc.Horizon, Components: fc.Components,
+		States: bands(fc.States), Obs: bands(fc.Obs), Volatility: bandPtr(fc.Volatility),
+		Draws: fc.Draws, Paths: fc.Paths, Exact: fc.Exact,
+	}, nil
 }
 
 // Score is a posterior predictive score of held-out observations.
@@ -196,98 +98,21 @@ type Score struct {
 // (SVM against GARCH, say) fitted to the same rows compares their
 // out-of-sample predictive performance.
 func (p *Posterior) PredictiveScore(ctx context.Context, heldOut ssm.Sequence, s StateSettings) (*Score, error) {
-	r, err := p.stateSetup(s, true)
+	r, _, err := p.stateRun(s, true)
 	if err != nil {
 		return nil, err
 	}
-	s = r.s
-	if err := heldOut.Validate(r.dims.Obs); err != nil {
+	if err := heldOut.Validate(p.model.Dims().Obs); err != nil {
 		return nil, fmt.Errorf("held-out data: %w", err)
 	}
-	T, H, O := r.seq.Len(), heldOut.Len(), r.dims.Obs
-	hw := historyWindow(s.Buffer, T, 0)
-	L := T - hw.Start + H // rows of the concatenated sequence
-	win := ssm.Full(L)
-	D := len(r.draws)
-	logp := make([]float64, D*H)
-	workers, err := r.newWorkers()
+	sc, err := r.PredictiveScore(ctx, heldOut)
 	if err != nil {
 		return nil, err
 	}
-	err = r.forEach(ctx, D, func(wi, d int) error {
-		w := workers[wi]
-		if len(w.concat) != L*O {
-			w.concat = make([]float64, L*O)
-			copy(w.concat, r.seq.Y[hw.Start*O:T*O])
-			copy(w.concat[(T-hw.Start)*O:], heldOut.Y)
-			w.logp = make([]float64, L)
-		}
-		cat := ssm.Sequence{Obs: O, Y: w.concat}
-		if r.exact != nil {
-			if _, err := r.exact.SmoothStates(r.draws[d], cat, win, ssm.StateMoments{LogPred: w.logp}); err != nil {
-				return fmt.Errorf("posterior draw %d: %w", d, err)
-			}
-		} else {
-			k, err := r.bind(w, d)
-			if err != nil {
-				return err
-			}
-			w.src.Seed(s.Seed, predictiveScoreStream|uint64(d))
-			if _, err := w.st.Run(ctx, k, r.dims, cat, win, pf.StateOutput{LogPred: w.logp}, w.rng); err != nil {
-				return fmt.Errorf("posterior draw %d: %w", d, err)
-			}
-		}
-		copy(logp[d*H:(d+1)*H], w.logp[L-H:])
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sgmcmc: predictive score: %w", err)
-	}
-	sc := &Score{PerRow: make([]float64, H), ByDraw: make([]float64, D), Draws: D, Exact: r.exact != nil}
-	for d := range D {
-		for t := range H {
-			sc.ByDraw[d] += logp[d*H+t]
-		}
-	}
-	sc.LogScore, sc.SE, sc.ESS = logMeanExp(sc.ByDraw)
-	col := make([]float64, D)
-	for t := range H {
-		for d := range D {
-			col[d] = logp[d*H+t]
-		}
-		sc.PerRow[t], _, _ = logMeanExp(col)
-		sc.Pointwise += sc.PerRow[t]
-	}
-	return sc, nil
-}
-
-// logMeanExp returns log((1/n)Σ e^{l_i}), the delta-method standard error
-// of that log-mean (sd(e^l)/(√n·mean(e^l))) and the ESS (Σe^l)²/Σe^{2l},
-// computed relative to the largest l.
-func logMeanExp(l []float64) (lme, se, ess float64) {
-	m := math.Inf(-1)
-	for _, v := range l {
-		m = math.Max(m, v)
-	}
-	if math.IsInf(m, 0) || math.IsNaN(m) {
-		return m, math.NaN(), 0
-	}
-	n := float64(len(l))
-	s1, s2 := 0.0, 0.0
-	for _, v := range l {
-		e := math.Exp(v - m)
-		s1 += e
-		s2 += e * e
-	}
-	mean := s1 / n
-	lme = m + math.Log(mean)
-	ess = s1 * s1 / s2
-	se = math.NaN()
-	if n > 1 {
-		vr := math.Max((s2-n*mean*mean)/(n-1), 0)
-		se = math.Sqrt(vr/n) / mean
-	}
-	return lme, se, ess
+	// states.Score has Score's fields in Score's order: the compiler
+	// checks that the two stay alike.
+	out := Score(*sc)
+	return &out, nil
 }
 
 // LogLik returns an estimate of log p(y | u) over every fitted sequence and
@@ -297,50 +122,14 @@ func logMeanExp(l []float64) (lme, se, ess float64) {
 // 4·s.PF.N particles (1024 by default) and the delta-method standard
 // error of that log-mean.
 func (p *Posterior) LogLik(ctx context.Context, u []float64, s StateSettings) (ll, se float64, err error) {
-	r, err := p.stateSetup(s, false)
+	r, _, err := p.stateRun(s, false)
 	if err != nil {
 		return 0, 0, err
 	}
 	if len(u) != p.Dim {
 		return 0, 0, fmt.Errorf("%w: len(u) = %d, the model has %d parameters", ErrSettings, len(u), p.Dim)
 	}
-	if ex, ok := p.model.(ssm.ExactScorer); ok && !s.Particles {
-		for _, seq := range p.data.Sequences {
-			l, err := ex.ExactScore(nil, u, seq, ssm.Full(seq.Len()))
-			if err != nil {
-				return 0, 0, err
-			}
-			ll += l
-		}
-		return ll, 0, nil
-	}
-	const runs = 8
-	lls := make([]float64, runs)
-	r.draws = [][]float64{u}
-	err = r.forEach(ctx, runs, func(_, i int) error {
-		k, err := p.model.Bind(u)
-		if err != nil {
-			return err
-		}
-		f, err := pf.New(pf.Settings{N: 4 * r.s.PF.N, Proposal: r.s.PF.Proposal, Resampling: r.s.PF.Resampling})
-		if err != nil {
-			return err
-		}
-		rng := rand.New(rand.NewPCG(r.s.Seed, loglikStream|uint64(i)))
-		for _, seq := range p.data.Sequences {
-			res, err := f.Run(ctx, k, r.dims, seq, ssm.Full(seq.Len()), nil, nil, rng)
-			if err != nil {
-				return err
-			}
-			lls[i] += res.LogLik
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("sgmcmc: log-likelihood: %w", err)
-	}
-	ll, se, _ = logMeanExp(lls)
-	return ll, se, nil
+	return r.LogLik(ctx, p.data.Sequences, u)
 }
 
 // MeanU returns u(θ̄), the unconstrained point of the posterior mean θ̄ of
@@ -350,23 +139,5 @@ func (p *Posterior) MeanU() ([]float64, error) {
 	if p.model == nil {
 		return nil, ErrNoModel
 	}
-	d := len(p.Names)
-	theta := make([]float64, d)
-	n := 0
-	for _, c := range p.Natural {
-		for i := 0; i+d <= len(c); i += d {
-			n++
-			for j := range d {
-				theta[j] += (c[i+j] - theta[j]) / float64(n)
-			}
-		}
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("sgmcmc: the posterior holds no draws")
-	}
-	u := make([]float64, p.Dim)
-	if err := p.model.Unconstrain(u, theta); err != nil {
-		return nil, fmt.Errorf("sgmcmc: posterior mean: %w", err)
-	}
-	return u, nil
+	return states.MeanU(p.model, p.Natural, len(p.Names), p.Dim)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/states"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -286,7 +287,8 @@ func TestStatesBlocks(t *testing.T) {
 			t.Errorf("block starts at %d, want %d", b.First, next)
 		}
 		next += b.Len()
-		streamed.appendBand(b.Smoothed[0])
+		o := b.Smoothed[0]
+		streamed = Band{Mean: append(streamed.Mean, o.Mean...), Q95: append(streamed.Q95, o.Q95...)}
 		return nil
 	}
 	meta, err := c.post.States(context.Background(), set)
@@ -339,10 +341,10 @@ func TestPredictiveScoreLGSSM(t *testing.T) {
 			prev = lt
 		}
 	}
-	want, _, _ := logMeanExp(byDraw)
+	want, _, _ := states.LogMeanExp(byDraw)
 	wantPW := 0.0
 	for _, r := range perRow {
-		v, _, _ := logMeanExp(r)
+		v, _, _ := states.LogMeanExp(r)
 		wantPW += v
 	}
 	got, err := c.post.PredictiveScore(context.Background(), held, StateSettings{})

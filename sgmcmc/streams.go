@@ -50,8 +50,8 @@ const (
 
 	// predictiveScoreStream | i, forecastStream | d and loglikStream | i
 	// drive the Posterior's PredictiveScore (draw d), Forecast (draw d)
-	// and LogLik (particle filter i); States seeds its workers with
-	// block<<32 | d (states.go).
+	// and LogLik (particle filter i), passed to package internal/states
+	// as its Streams; States seeds its workers with block<<32 | d there.
 	loglikStream          = 1 << 60
 	predictiveScoreStream = 1 << 61
 	forecastStream        = 1 << 62
