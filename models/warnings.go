@@ -165,7 +165,7 @@ func dataProblems(m ssm.Model, data ssm.Dataset) []problem {
 	if levels { // the scale checks below assume returns: not said as well
 		warn = append(warn, problem{fatal: defaultPrior, text: fmt.Sprintf("none of the %.0f observed values is negative (they run from %.4g to %.4g): the SVM and GARCH "+
 			"model returns (symmetric about 0), so these look like prices, index levels or absolute returns; fit percent log returns "+
-			"100*(log p_t - log p_{t-1}) instead (ssm.LogReturns, or examples/fit -returns)", n, lo, big)})
+			"100*(log p_t - log p_{t-1}) instead (ssm.LogReturns)", n, lo, big)})
 	}
 	// The scale checks below assume returns and no gross errors: with
 	// either, their advice (rescale) would mislead.
@@ -177,9 +177,9 @@ func dataProblems(m ssm.Model, data ssm.Dataset) []problem {
 		case math.IsInf(sd, 0) || math.IsNaN(sd):
 			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd overflows (a value of %.3g): %s: rescale the data or remove the value", big, prior)})
 		case sd < 0.1 || sd > 10:
-			how := "returns in fractions: multiply by 100 (ssm.Scaled(y, 100), or examples/fit -scale 100)"
+			how := "returns in fractions: multiply by 100 (ssm.Scaled(y, 100))"
 			if sd > 10 {
-				how = "returns in basis points: divide by 100 (ssm.Scaled(y, 0.01), or examples/fit -scale 0.01)"
+				how = "returns in basis points: divide by 100 (ssm.Scaled(y, 0.01))"
 			}
 			warn = append(warn, problem{fatal: true, text: fmt.Sprintf("the data's sd is %.3g, but %s, and under them the posterior reflects the prior: "+
 				"rescale the data (%s) or give the model a prior of its own", sd, prior, how)})

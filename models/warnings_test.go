@@ -189,8 +189,8 @@ func TestCheckData(t *testing.T) {
 		err   string // substring of the error, "" for none
 	}{
 		{"fractions, SVM", models.SVM{}, seq([]float64{0.01, -0.01, 0.005}), 0, "the data's sd is 0.0104"},
-		{"fractions: the cure", &models.GARCH{}, seq([]float64{0.01, -0.01, 0.005}), 0, "multiply by 100 (ssm.Scaled(y, 100), or examples/fit -scale 100)"},
-		{"basis points: the cure", models.LGSSM{}, seq([]float64{100, -100, 50}), 0, "divide by 100 (ssm.Scaled(y, 0.01), or examples/fit -scale 0.01)"},
+		{"fractions: the cure", &models.GARCH{}, seq([]float64{0.01, -0.01, 0.005}), 0, "multiply by 100 (ssm.Scaled(y, 100))"},
+		{"basis points: the cure", models.LGSSM{}, seq([]float64{100, -100, 50}), 0, "divide by 100 (ssm.Scaled(y, 0.01))"},
 		{"overflow", models.SVM{}, seq([]float64{1, -1, 1e300}), 0, "the data's sd overflows"},
 		{"prices, default prior", models.GARCH{}, seq(levels(25, 1.1, 0.02)), 0, "look like prices"},
 		{"prices, own prior", models.SVM{Prior: own}, seq(levels(25, 1.1, 0.02)), 1, ""},

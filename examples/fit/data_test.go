@@ -244,7 +244,7 @@ func TestScaleFlag(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	err = run(context.Background(), []string{"-data", path, "-out", t.TempDir(), "-v"}, &stdout, &stderr)
-	if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "examples/fit -scale 100") {
+	if !errors.Is(err, ssm.ErrData) || !strings.Contains(err.Error(), "ssm.Scaled(y, 100)") || !strings.Contains(err.Error(), "with this command: -scale 100") {
 		t.Errorf("fractions: error %v, want ssm.ErrData naming -scale 100", err)
 	}
 	if strings.Contains(stderr.String(), "warm-up") || stdout.Len() > 0 {

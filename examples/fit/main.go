@@ -369,7 +369,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if errors.Is(err, sgmcmc.ErrCheckpoint) {
 			return errors.New(strings.Replace(err.Error(), "another checkpoint path", "another -checkpoint path", 1))
 		}
+		if h := flagHints(err.Error()); h != "" {
+			return fmt.Errorf("%w (%s)", err, h)
+		}
 		return err
+	}
+	for i, w := range post.Warnings {
+		if h := flagHints(w); h != "" {
+			post.Warnings[i] = w + " (" + h + ")"
+		}
 	}
 	if small != "" {
 		post.Warnings = append(post.Warnings, small)
@@ -524,4 +532,24 @@ func writeJSON(w io.Writer, c *config, post *sgmcmc.Posterior) error {
 		Forecast *forecastJSON `json:"forecast,omitempty"`
 		Holdout  *holdoutJSON  `json:"holdout,omitempty"`
 	}{c.model, c.data, c.series, post.Report(), c.st.forecastJSON(c.series), c.st.holdoutJSON()})
+}
+
+// flagHints names this command's flags for the library calls a message
+// advises (the library names its API, not one command's flags); "" when
+// it advises none.
+func flagHints(msg string) string {
+	var hints []string
+	for _, h := range [...]struct{ call, flag string }{
+		{"ssm.LogReturns", "-returns"},
+		{"ssm.Scaled(y, 100)", "-scale 100"},
+		{"ssm.Scaled(y, 0.01)", "-scale 0.01"},
+	} {
+		if strings.Contains(msg, h.call) {
+			hints = append(hints, h.flag)
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return "with this command: " + strings.Join(hints, ", ")
 }
