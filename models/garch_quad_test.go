@@ -2,6 +2,7 @@ package models
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -83,35 +84,17 @@ func TestGARCHQuadDerivative(t *testing.T) {
 	T := seq.Len()
 	w := ssm.Window{Start: 0, End: T, KeepStart: 0, KeepEnd: T}
 	u := gxU(t, gxDAXMode[0], gxDAXMode[1], gxDAXMode[2], gxDAXMode[3])
+	// The smallest and largest rules (3 points: fewer than the start's
+	// 4 distinct atoms, so they are compressed; 24: kept) on the first
+	// 200 rows, and the default rule below.
+	for _, K := range []int{3, 24} {
+		short := w
+		short.End, short.KeepEnd = 200, 200
+		garchScoreMatchesFD(t, GARCH{Points: K}, u, seq, short)
+	}
 	m := GARCH{}
-	g := make([]float64, 4)
-	if _, err := m.ExactScore(g, u, seq, w); err != nil {
-		t.Fatal(err)
-	}
-	ll := func(v []float64) float64 {
-		l, err := m.ExactScore(nil, v, seq, w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	ll := garchScoreMatchesFD(t, m, u, seq, w)
 	for i := range u {
-		// Central differences at h and h/2, extrapolated (Richardson):
-		// their error is O(h⁴), about 10⁻¹⁰ here, and the forward-mode
-		// score is exact, so they agree far below the 10⁻⁶ that a
-		// mistake in one step's tangent makes (a wrong first step was off
-		// by 3·10⁻⁴).
-		cd := func(h float64) float64 {
-			up, dn := append([]float64(nil), u...), append([]float64(nil), u...)
-			up[i] += h
-			dn[i] -= h
-			return (ll(up) - ll(dn)) / (2 * h)
-		}
-		a, b := cd(5e-4), cd(2.5e-4)
-		fd := (4*b - a) / 3
-		if math.Abs(fd-g[i]) > 1e-8*(1+math.Abs(fd)) {
-			t.Errorf("score[%d] = %.10g, extrapolated central difference %.10g", i, g[i], fd)
-		}
 		// Second differences along the axis over 11 steps of 10⁻³: smooth
 		// means they change little from one step to the next.
 		var d2 [11]float64
@@ -130,6 +113,41 @@ func TestGARCHQuadDerivative(t *testing.T) {
 			}
 		}
 	}
+}
+
+// garchScoreMatchesFD checks m's score at u on window w against central
+// differences of its log-likelihood at h and h/2, extrapolated
+// (Richardson): their error is O(h⁴), about 10⁻¹⁰ here, and the
+// forward-mode score is exact, so they agree far below the 10⁻⁶ that a
+// mistake in one step's tangent makes (a wrong first step was off by
+// 3·10⁻⁴). It returns the log-likelihood as a function of u.
+func garchScoreMatchesFD(t *testing.T, m GARCH, u []float64, seq ssm.Sequence, w ssm.Window) func([]float64) float64 {
+	t.Helper()
+	g := make([]float64, 4)
+	if _, err := m.ExactScore(g, u, seq, w); err != nil {
+		t.Fatal(err)
+	}
+	ll := func(v []float64) float64 {
+		l, err := m.ExactScore(nil, v, seq, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for i := range u {
+		cd := func(h float64) float64 {
+			up, dn := append([]float64(nil), u...), append([]float64(nil), u...)
+			up[i] += h
+			dn[i] -= h
+			return (ll(up) - ll(dn)) / (2 * h)
+		}
+		a, b := cd(5e-4), cd(2.5e-4)
+		fd := (4*b - a) / 3
+		if math.Abs(fd-g[i]) > 1e-8*(1+math.Abs(fd)) {
+			t.Errorf("%d points: score[%d] = %.10g, extrapolated central difference %.10g", m.Points, i, g[i], fd)
+		}
+	}
+	return ll
 }
 
 // BenchmarkGARCHQuad is one log-likelihood pass over the S&P 500 returns
@@ -158,5 +176,25 @@ func BenchmarkGARCHQuad(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestGARCHPointsRange: Points beyond the range whose score is exact, or
+// below 3, is an error naming the field; Refine, values only, goes to 32.
+func TestGARCHPointsRange(t *testing.T) {
+	seq := gxDAX(t, 50)
+	u := gxU(t, gxDAXMode[0], gxDAXMode[1], gxDAXMode[2], gxDAXMode[3])
+	w := ssm.Full(seq.Len())
+	for _, k := range []int{2, garchMaxPoints + 1} {
+		_, err := GARCH{Points: k}.ExactScore(make([]float64, 4), u, seq, w)
+		if err == nil || !strings.Contains(err.Error(), "GARCH.Points") {
+			t.Errorf("Points %d: error %v, want one naming GARCH.Points", k, err)
+		}
+	}
+	if _, err := (GARCH{Points: garchMaxPoints}).ExactScore(make([]float64, 4), u, seq, w); err != nil {
+		t.Errorf("Points %d: %v", garchMaxPoints, err)
+	}
+	if _, err := (GARCH{Refine: 32}).RefinedLogLik(u, seq, w); err != nil {
+		t.Errorf("Refine 32: %v", err)
 	}
 }

@@ -160,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.cols, "cols", "", "msv: the columns of the CSV to fit as the series, comma-separated header names or 1-based indices (e.g. -cols dax,cac or -cols 2,3 for date,dax,cac; default: every column)")
 	c.proposal.Register(fs, "guided")
 	fs.BoolVar(&c.kalman, "kalman", false, "exact (Kalman) gradients with the tiled Fisher-scoring preparation (lgssm only; -filter auto already uses the Kalman scorer)")
-	fs.IntVar(&c.points, "points", 0, "garch: points of the quadrature filter's rule (0: 10, or 7 where the fit finds that correctable; 3 to 32), refined by 4 for the correction; raise it when a warning says the discretisation correction falls short")
+	fs.IntVar(&c.points, "points", 0, "garch: points of the quadrature filter's rule (0: 10, or 7 where the fit finds that correctable; 3 to 24), refined by 4 for the correction; raise it when a warning says the discretisation correction falls short")
 	fs.IntVar(&c.nodes, "nodes", 0, "garch: 0 for the default exact scorer, a quadrature filter on log sigma² (10 points, or 7 where the fit finds that correctable, corrected towards 14); 16 to 1024 for a filter on that many fixed sigma² nodes instead (about 5 times slower at 64 nodes, corrected towards 4 times the nodes); the fit warns when the correction is large")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "checkpoint file: resume from it when it exists, keep it up to date otherwise; the fit samples exactly as without it (the same draws); the summary covers every draw of the run, and a finished run's is printed again (FILE, FILE.prep and FILE.draws hold the state, each with a checksum: a damaged one is refused by name; FILE.lock marks it in use)")
 	fs.StringVar(&c.out, "out", filepath.Join("out", "fit"), "output directory (created; "+lockName+" in it marks it in use: one run per directory)")
@@ -197,8 +197,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, badFlag("-nodes = %d: want 0 (the quadrature filter) or 16 to 1024", c.nodes)
 	case c.nodes != 0 && c.model != "garch":
 		return nil, badFlag("-nodes needs -model garch")
-	case c.points != 0 && (c.points < 3 || c.points > 32):
-		return nil, badFlag("-points = %d: want 0 (10 points) or 3 to 32", c.points)
+	case c.points != 0 && (c.points < 3 || c.points > 24):
+		return nil, badFlag("-points = %d: want 0 (10 points) or 3 to 24", c.points)
 	case c.points != 0 && c.model != "garch":
 		return nil, badFlag("-points needs -model garch")
 	case c.points != 0 && c.nodes != 0:
