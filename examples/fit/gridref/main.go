@@ -195,10 +195,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		method += fmt.Sprintf(" (mode and Laplace covariance from G = %d and %d)", *g/2, *g)
 		iters = 12
 		if *quadLik > 0 {
-			qm := models.GARCH{Points: *quadLik}
-			method = fmt.Sprintf("quadrature filter on log sigma² (models.GARCH{Points: %d})", *quadLik)
+			// RefinedLogLik: values only, so every rule size to 32
+			// (Points, which also scores, stops at 24).
+			qm := models.GARCH{Refine: *quadLik}
+			method = fmt.Sprintf("quadrature filter on log sigma² (%d points: models.GARCH{Refine: %d}.RefinedLogLik)", *quadLik, *quadLik)
 			ll = func(u []float64, _ uint64) float64 {
-				l, err := qm.ExactScore(nil, u, seq, ssm.Full(seq.Len()))
+				l, err := qm.RefinedLogLik(u, seq, ssm.Full(seq.Len()))
 				if err != nil {
 					return math.Inf(-1)
 				}
