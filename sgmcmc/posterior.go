@@ -50,7 +50,21 @@ type Posterior struct {
 	// resumed: the preparation was read from a checkpoint, so
 	// Preparation.Seconds is not part of Total.
 	resumed bool
+	// segments counts the full-data chains' segments that ran with
+	// surrogate transitions (segments.surrogate) and with Langevin and
+	// independence proposals (segments.other): the surrogate is refitted
+	// between segments and may come or go, and Method names both kinds.
+	segments segmentKinds
 }
+
+// segmentKinds counts a run's full-data segments by their transitions.
+type segmentKinds struct {
+	Surrogate int `json:",omitempty"`
+	Other     int `json:",omitempty"`
+}
+
+// mixed reports whether the run used both kinds of segments.
+func (k segmentKinds) mixed() bool { return k.Surrogate > 0 && k.Other > 0 }
 
 // ParamSummary summarises the posterior draws of one natural parameter,
 // pooled over chains.

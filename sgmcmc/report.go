@@ -128,6 +128,9 @@ func (p *Posterior) Method() string {
 	switch {
 	case pr.Gradient != FullGradient:
 		return "preconditioned SGLD"
+	case p.segments.mixed():
+		return fmt.Sprintf("Metropolis–Hastings (surrogate transitions and random-walk steps in %d of %d segments, Langevin and independence proposals in the others)",
+			p.segments.Surrogate, p.segments.Surrogate+p.segments.Other)
 	case pr.sur != nil:
 		return "Metropolis–Hastings (surrogate transitions and random-walk steps)"
 	}
@@ -165,7 +168,11 @@ func (p *Posterior) WriteDiagnostics(w io.Writer) error {
 		fmt.Fprintf(&b, "gradient noise variance per coordinate of u, control variate / plain: [%s] (at the chains' states)\n", strings.Join(ratio, " "))
 	}
 	if pr.Gradient == FullGradient {
-		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates: %s\n", pr.acceptance())
+		last := ""
+		if p.segments.mixed() {
+			last = " (of the last segment)"
+		}
+		fmt.Fprintf(&b, "full-data scores, Metropolis–Hastings acceptance rates%s: %s\n", last, pr.acceptance())
 	}
 	if p.resumed {
 		fmt.Fprintf(&b, "preparation %.1f s (in the run that wrote the checkpoint); this run: sampling %.1f s, total %.1f s\n", pr.Seconds, p.Sampling.Seconds(), p.Total.Seconds())

@@ -110,6 +110,15 @@ func TestWriteDiagnostics(t *testing.T) {
 		p.Method() != "Metropolis–Hastings (surrogate transitions and random-walk steps)" {
 		t.Errorf("surrogate transitions: %q, %q, %v", b.String(), p.Method(), err)
 	}
+	// A run whose surrogate came or went between segments names both
+	// kinds, and its acceptance rates as the last segment's.
+	p.segments = segmentKinds{Surrogate: 2, Other: 1}
+	b.Reset()
+	if err := p.WriteDiagnostics(&b); err != nil ||
+		!strings.Contains(b.String(), "acceptance rates (of the last segment): random walk 0.50") ||
+		p.Method() != "Metropolis–Hastings (surrogate transitions and random-walk steps in 2 of 3 segments, Langevin and independence proposals in the others)" {
+		t.Errorf("mixed segments: %q, %q, %v", b.String(), p.Method(), err)
+	}
 }
 
 type failWriter struct{}

@@ -207,6 +207,11 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 	}
 	if pr.Gradient == FullGradient {
 		if pr.sur != nil {
+			post.segments.Surrogate++
+		} else {
+			post.segments.Other++
+		}
+		if pr.sur != nil {
 			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% random-walk steps (autocorrelation time ≈ %.0f)",
 				f.s.Chains, s.iters, 100*pr.Independence, 100*(1-pr.Independence), pr.IAT)
 		} else {

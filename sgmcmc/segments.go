@@ -37,6 +37,8 @@ type ckSampling struct {
 	// the last planned segment.
 	Next, LastSeg int
 	Spread        *ckSpread `json:",omitempty"`
+	// Kinds counts the segments by their transitions (Posterior.segments).
+	Kinds segmentKinds
 	// Recorder is the user's recorder's snapshot (nil: not a Resumer), to
 	// which a resume before the next segment's first checkpoint rewinds it.
 	Recorder []byte
@@ -65,7 +67,7 @@ func (f *fit) segmentFingerprint(seg int) string {
 // planned) with the preparation and removes seg's own files.
 func (f *fit) saveSegments(s *sampling, seg int) error {
 	ck := &ckSampling{Segments: seg + 1, Done: s.done, U: s.post.U, Skipped: s.post.Skipped, Seconds: s.post.Sampling.Seconds(),
-		Next: s.iters, LastSeg: s.lastSeg}
+		Next: s.iters, LastSeg: s.lastSeg, Kinds: s.post.segments}
 	ck.LogPost = make([]ckFloats, len(s.logPost))
 	for c, l := range s.logPost {
 		ck.LogPost[c] = l
@@ -140,6 +142,7 @@ func (f *fit) restoreSegments(s *sampling) (int, error) {
 		}
 		s.logPost[c] = ck.LogPost[c]
 	}
+	post.segments = ck.Kinds
 	if r := ck.Spread; r != nil {
 		if len(r.Ratio) != f.dim || len(r.SE) != f.dim {
 			return bad("its spread check has the wrong dimensions")
