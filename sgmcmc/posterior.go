@@ -360,6 +360,12 @@ const (
 	stayFrac  = 0.02
 )
 
+// stuckStay reports whether a longest stay of stay iterations, in a
+// segment of iters, is too long (stayLimit, stayFrac).
+func stuckStay(stay, iters int) bool {
+	return stay >= max(stayLimit, int(stayFrac*float64(iters)))
+}
+
 // longestStay returns the longest run of identical consecutive draws in
 // any chain (us: per chain, p numbers per draw) and that chain.
 func longestStay(us [][]float64, p int) (n, chain int) {

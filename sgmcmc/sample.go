@@ -289,7 +289,7 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 		segU[c] = ch.U
 	}
 	s.stay, s.stayChain = longestStay(segU, f.dim)
-	s.stuck = f.prep.Gradient == FullGradient && s.stay >= max(stayLimit, int(stayFrac*float64(s.iters)))
+	s.stuck = f.prep.Gradient == FullGradient && stuckStay(s.stay, s.iters)
 	return seg >= s.lastSeg && (seg+1 >= maxSegments || float64(s.done*f.s.Chains)*f.iterCost() >= cheapSampling) || s.runErr != nil || s.stopped > 0 ||
 		f.s.Iterations != 0 || f.budgetSpent(s.res, s.post)
 }
