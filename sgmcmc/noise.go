@@ -157,7 +157,7 @@ func (f *fit) chooseGradient() error {
 	case AutoGradient:
 		pr.Gradient = PlainGradient
 		best := pr.CostPlain * (1 + lp)
-		stable := f.step(f.cvKappa()*lc)*pr.LambdaCVTail <= maxTailNoise
+		stable := tailStable(f.step(f.cvKappa()*lc), pr.LambdaCVTail)
 		if c := pr.CostCV * (1 + f.cvKappa()*lc); c < best && stable && (pr.ShiftSD <= maxAnchorShift || f.prepSubset()) {
 			pr.Gradient, best = ControlVariateGradient, c
 		}
@@ -406,6 +406,10 @@ func (f *fit) setStep() {
 // ./examples/fit -model garch -v), the
 // SVM on DAX 6.4 (λ 25; calibrated with the control variate).
 const maxTailNoise = 20
+
+// tailStable reports whether the control variate's noise λ on the 0.99
+// contour is safe at step h (maxTailNoise).
+func tailStable(h, lambdaTail float64) bool { return h*lambdaTail <= maxTailNoise }
 
 // malaStart is the first adaptation window's step with FullGradient.
 const malaStart = 0.5

@@ -52,3 +52,63 @@ func TestStuckStay(t *testing.T) {
 		}
 	}
 }
+
+// TestCheapMore checks the run-on of cheap full-data chains (cheapIters,
+// cheapWork) at the counted costs cheapMore's comment gives: the LGSSM on
+// the S&P 500 returns (40.9 nominal seconds for cheapIters iterations of
+// 4 chains) and the SVM on 201 returns (46) run on to cheapIters; the SVM
+// on DAX (385) does not; nor do chains already there, SGLD, or a run with
+// no draws yet.
+func TestCheapMore(t *testing.T) {
+	at := func(total float64, g Gradient, done int) int {
+		f := &fit{s: FitSettings{Chains: 4}, log: func(string, ...any) {}}
+		f.prep.Gradient = g
+		f.prep.CostFull = total / float64(cheapIters*4)
+		return f.cheapMore(done)
+	}
+	for _, c := range []struct {
+		name  string
+		total float64
+		g     Gradient
+		done  int
+		want  int
+	}{
+		{"LGSSM, S&P 500", 40.9, FullGradient, 1, cheapIters - 1},
+		{"SVM, 201 returns", 46, FullGradient, 1, cheapIters - 1},
+		{"SVM, DAX", 385, FullGradient, 1, 0},
+		{"already there", 40.9, FullGradient, cheapIters, 0},
+		{"no draws yet", 40.9, FullGradient, 0, 0},
+		{"SGLD", 40.9, ControlVariateGradient, 1, 0},
+	} {
+		if got := at(c.total, c.g, c.done); got != c.want {
+			t.Errorf("%s: %d more iterations, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTailStable checks maxTailNoise against the measurements beside it:
+// the SVM on DAX (λ 25 on the 0.99 contour at h = 0.25: hλ 6.4, calibrated
+// with the control variate) passes; GARCH on DAX (λ 491: hλ 123, whose
+// chains ran off to φ → 1) and the quadrature filter's λ 464 there do
+// not; and the bound is hλ = 10·2: h²λ at most ten times the diffusion's
+// 2h.
+func TestTailStable(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		h, lambda float64
+		want      bool
+	}{
+		{"SVM, DAX", 0.25, 25.6, true},
+		{"GARCH, DAX, σ² nodes", 0.25, 491, false},
+		{"GARCH, DAX, quadrature", 0.25, 464, false},
+		{"at the bound", 0.25, 80, true},
+		{"past it", 0.25, 80.5, false},
+	} {
+		if got := tailStable(c.h, c.lambda); got != c.want {
+			t.Errorf("%s: hλ = %g: stable %v, want %v", c.name, c.h*c.lambda, got, c.want)
+		}
+		if got, want := c.h*c.h*c.lambda <= 10*2*c.h, c.want; got != want {
+			t.Errorf("%s: h²λ ≤ 10·2h is %v, the rule says %v", c.name, got, want)
+		}
+	}
+}
