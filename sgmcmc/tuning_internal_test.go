@@ -112,3 +112,36 @@ func TestTailStable(t *testing.T) {
 		}
 	}
 }
+
+// TestFullExtensionFloors checks the four constants of fullExtension on
+// 4 chains of one parameter, TargetESS 400, without a proposal to refit:
+// the ESS model asks for (fullExtendMargin·400 − ESS)·(draws/ESS) more
+// draws, at least fullESSExtend of the draws so far when the ESS is short,
+// fullRhatExtend of them when only R-hat is, and fullMinExtend iterations
+// per chain.
+func TestFullExtensionFloors(t *testing.T) {
+	ext := func(kept int, ess float64) int {
+		f := &fit{s: FitSettings{Chains: 4, TargetESS: 400, Thin: 1}, dim: 1}
+		post := &Posterior{U: make([][]float64, 4)}
+		for c := range post.U {
+			post.U[c] = make([]float64, kept/4)
+		}
+		return f.fullExtension(post, nil, ess, segment{}, nil)
+	}
+	for _, c := range []struct {
+		name string
+		kept int
+		ess  float64
+		want int
+	}{
+		{"R-hat short, ESS past the margin", 4000, 500, 2000 / 4},         // fullRhatExtend · 4000
+		{"ESS just short", 4000, 390, 1000 / 4},                           // fullESSExtend · 4000 > (480 − 390)·4000/390
+		{"ESS far short", 400, 100, 380 * 4 / 4},                          // (480 − 100)·4
+		{"a short run", 40, 500, fullMinExtend},                           // 20 draws: fullMinExtend per chain
+		{"ESS past the target, short of the margin", 4000, 450, 2000 / 4}, // R-hat is short: fullRhatExtend, over the margin's 30·4000/450 = 267 draws
+	} {
+		if got := ext(c.kept, c.ess); got != c.want {
+			t.Errorf("%s: %d more iterations per chain, want %d", c.name, got, c.want)
+		}
+	}
+}
