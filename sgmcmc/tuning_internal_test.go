@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -142,6 +143,53 @@ func TestFullExtensionFloors(t *testing.T) {
 	} {
 		if got := ext(c.kept, c.ess); got != c.want {
 			t.Errorf("%s: %d more iterations per chain, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestResidualWarning checks the bounds of the discretisation check
+// (discretisationMaxResidual, discretisationMaxSDRatio,
+// discretisationBand): a mean moved by more than 0.1 posterior sd, or an
+// sd by more than a factor 1 ± 0.1, warns only when the move is also
+// beyond 1.96 of its standard errors, so that 24 noisy importance weights
+// do not warn on their own noise.
+func TestResidualWarning(t *testing.T) {
+	names := []string{"mu", "phi"}
+	check := func(r, rse, sd, sdse float64) string {
+		dc := &discretisation{DiscretisationReport: DiscretisationReport{Draws: 24,
+			Residual: []float64{0, r}, ResidualSE: []float64{0.01, rse},
+			ResidualSD: []float64{1, sd}, ResidualSDSE: []float64{0.01, sdse}}}
+		return residualWarning(dc, names, "raise Points")
+	}
+	for _, c := range []struct {
+		name             string
+		r, rse, sd, sdse float64
+		want             string // a substring of the warning; "" for none
+	}{
+		{"mean moved, precisely", 0.15, 0.05, 1, 0.01, "move the mean of phi by 0.15 ± 0.05"},
+		{"mean moved, within its noise", 0.15, 0.08, 1, 0.01, ""},
+		{"mean moved little", 0.09, 0.01, 1, 0.01, ""},
+		{"sd widened, precisely", 0, 0.01, 1.12, 0.02, "change the sd of phi by a factor 1.12 ± 0.02"},
+		{"sd widened, within its noise", 0, 0.01, 1.12, 0.07, ""},
+		{"sd widened little", 0, 0.01, 1.08, 0.01, ""},
+	} {
+		got := check(c.r, c.rse, c.sd, c.sdse)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: warning %q, want one containing %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAppliedCurve checks discretisationMaxCurve: a curvature b of the
+// correction changes a posterior sd by 1/√(1 − b) on the quadratic model,
+// 1.41 at the bound 0.5, beyond which the correction keeps its tilt only.
+func TestAppliedCurve(t *testing.T) {
+	if f := 1 / math.Sqrt(1-discretisationMaxCurve); math.Abs(f-1.414) > 1e-3 {
+		t.Errorf("sd factor at the bound %.4f, want 1.414", f)
+	}
+	for _, c := range []struct{ b, want float64 }{{0.3, 0.3}, {-0.5, -0.5}, {0.5, 0.5}, {0.51, 0}, {-0.8, 0}} {
+		if got := appliedCurve(c.b); got != c.want {
+			t.Errorf("appliedCurve(%g) = %g, want %g", c.b, got, c.want)
 		}
 	}
 }
