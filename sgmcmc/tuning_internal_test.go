@@ -1,6 +1,7 @@
 package sgmcmc
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -190,6 +191,27 @@ func TestAppliedCurve(t *testing.T) {
 	for _, c := range []struct{ b, want float64 }{{0.3, 0.3}, {-0.5, -0.5}, {0.5, 0.5}, {0.51, 0}, {-0.8, 0}} {
 		if got := appliedCurve(c.b); got != c.want {
 			t.Errorf("appliedCurve(%g) = %g, want %g", c.b, got, c.want)
+		}
+	}
+}
+
+// TestSettingsBounds checks the bounds that keep absurd counts from an
+// allocation that never returns (maxChains, maxThin, maxNoiseProbes):
+// each is allowed and one above it is an ErrSettings naming the field.
+func TestSettingsBounds(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		at, above FitSettings
+	}{
+		{"Chains", FitSettings{Chains: maxChains}, FitSettings{Chains: maxChains + 1}},
+		{"Thin", FitSettings{Thin: maxThin}, FitSettings{Thin: maxThin + 1}},
+		{"NoiseProbes", FitSettings{NoiseProbes: maxNoiseProbes}, FitSettings{NoiseProbes: maxNoiseProbes + 1}},
+	} {
+		if err := checkSettings(c.at, 3); err != nil {
+			t.Errorf("%s at its bound: %v", c.name, err)
+		}
+		if err := checkSettings(c.above, 3); !errors.Is(err, ErrSettings) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s above its bound: %v, want an ErrSettings naming it", c.name, err)
 		}
 	}
 }
