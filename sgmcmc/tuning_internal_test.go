@@ -215,3 +215,57 @@ func TestSettingsBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestSpreadCheckBounds checks the spread check's constants: it speaks
+// when the chains' sd is below 1/(1 + spreadTol) of the importance
+// sampling's and spreadZ standard errors short of it (narrow chains only:
+// too wide ones are not cut tails); it costs spreadWork nominal seconds,
+// within [spreadMin, spreadMax] log posteriors, or does not run.
+func TestSpreadCheckBounds(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		ratio, se float64
+		want      int
+	}{
+		{"narrow, precisely", 0.80, 0.05, 0},
+		{"narrow, within its noise", 0.80, 0.12, -1},
+		{"within the tolerance", 0.88, 0.01, -1},
+		{"wide", 1.30, 0.01, -1},
+	} {
+		r := &spreadResult{ratio: []float64{1, c.ratio}, se: []float64{0.01, c.se}}
+		k, narrow := r.off()
+		if want := c.want; (want == 0 && (k != 1 || !narrow)) || (want == -1 && k != -1) {
+			t.Errorf("%s: off() = %d, %v", c.name, k, narrow)
+		}
+	}
+	for _, c := range []struct {
+		cost float64
+		g    Gradient
+		want int
+	}{
+		{0.001, FullGradient, spreadMax}, // 3000 affordable, capped
+		{0.01, FullGradient, 300},
+		{0.02, FullGradient, 0}, // 150 < spreadMin: no check
+		{0.001, ControlVariateGradient, 0},
+	} {
+		f := &fit{}
+		f.prep.CostFull, f.prep.Gradient = c.cost, c.g
+		if got := f.spreadDraws(); got != c.want {
+			t.Errorf("cost %g, %v: %d log posteriors, want %d", c.cost, c.g, got, c.want)
+		}
+	}
+}
+
+// TestGridEdgeWarning checks maxGridEdgeShare: one refusal in 1,000
+// proposals is tolerated, two warn.
+func TestGridEdgeWarning(t *testing.T) {
+	f := &fit{}
+	f.isEdge = [2]int{1, 1000}
+	if w := f.gridEdgeWarning(); w != "" {
+		t.Errorf("1 of 1000: %q", w)
+	}
+	f.isEdge = [2]int{2, 1000}
+	if w := f.gridEdgeWarning(); !strings.Contains(w, "2 of 1000 proposals") {
+		t.Errorf("2 of 1000: %q", w)
+	}
+}
