@@ -288,12 +288,7 @@ type garchExactWork struct {
 var garchWork = sync.Pool{New: func() any { return new(garchExactWork) }}
 
 func (ws *garchExactWork) init(g int) {
-	grow := func(b []float64, n int) []float64 {
-		if cap(b) < n {
-			return make([]float64, n)
-		}
-		return b[:n]
-	}
+	grow := growSlice[float64]
 	ws.g = g
 	ws.t, ws.idt = grow(ws.t, g+3), grow(ws.idt, g+2)
 	ws.xi = grow(ws.xi, g)

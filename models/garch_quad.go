@@ -77,12 +77,7 @@ type garchQuadWork struct {
 var garchQuadPool = sync.Pool{New: func() any { return new(garchQuadWork) }}
 
 func (q *garchQuadWork) init(K, J int) {
-	grow := func(b []float64, n int) []float64 {
-		if cap(b) < n {
-			return make([]float64, n)
-		}
-		return b[:n]
-	}
+	grow := growSlice[float64]
 	q.K, q.J, q.rj = K, J, gaussHermite(J)
 	n := K * J
 	q.a, q.la, q.w, q.p0, q.p1 = grow(q.a, n), grow(q.la, n), grow(q.w, n), grow(q.p0, n), grow(q.p1, n)

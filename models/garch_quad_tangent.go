@@ -49,7 +49,7 @@ func scaled(x [garchParams]float64, s float64) (y [garchParams]float64) {
 }
 
 // garchQuadTan is the tangent part of the quadrature filter's workspace:
-// n×4 arrays (atom a, direction i at a*4+i) beside garchQuadWork's.
+// per atom or rule point, its derivative in the four directions.
 type garchQuadTan struct {
 	da, dw, dx, dq0, dq1 []tan4    // atoms' σ², weights, standardised log σ², Stieltjes polynomials
 	dd, de               []tan4    // the Jacobi matrix
@@ -71,7 +71,8 @@ func (t *garchQuadTan) init(K, J int) {
 	t.dll = tan4{}
 }
 
-// growSlice returns b with length n, reallocated when too short.
+// growSlice returns b with length n, reallocated when too short (the
+// package's pooled workspaces).
 func growSlice[T any](b []T, n int) []T {
 	if cap(b) < n {
 		return make([]T, n)
