@@ -403,7 +403,9 @@ func (f *fit) setStep() {
 // SVM on DAX 6.4 (λ 25; calibrated with the control variate).
 const maxTailNoise = 20
 
-// malaStart is the first adaptation window's step with FullGradient.
+// malaStart is the first adaptation window's step with FullGradient:
+// from it tuneMALA's adaptWindows windows can reach either end of its
+// range [0.05, 1] (TestMALAStart).
 const malaStart = 0.5
 
 // tuneMALA records an adaptation window's acceptance rates (Langevin acc,
@@ -430,7 +432,11 @@ func (f *fit) step(kl float64) float64 {
 	return sgldStep(kl)
 }
 
-// sgldMaxStep is the largest step SGLD takes, in posterior-scale units.
+// sgldMaxStep is the largest step SGLD takes, in posterior-scale units,
+// the step wherever κλ < 3. It trades mixing (autocorrelation time
+// (2 − h)/h: 7 at the cap) for the Euler step's error, which the
+// noise-corrected injection removes on a Gaussian posterior with the
+// right metric only (TestSGLDStepCap).
 const sgldMaxStep = 0.25
 
 // sgldStep is the SGLD step rule: h = min(0.25, 1/(1 + kl)) for the

@@ -284,9 +284,24 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 		segU[c] = ch.U
 	}
 	s.stay, s.stayChain = longestStay(segU, f.dim)
-	s.stuck = f.prep.Gradient == FullGradient && s.stay >= max(stayLimit, int(stayFrac*float64(s.iters)))
-	return seg >= s.lastSeg && (seg+1 >= maxSegments || float64(s.done*f.s.Chains)*f.iterCost() >= cheapSampling) || s.runErr != nil || s.stopped > 0 ||
+	s.stuck = f.prep.Gradient == FullGradient && stuckStay(s.stay, s.iters)
+	return f.extensionsSpent(seg, s.lastSeg, s.done) || s.runErr != nil || s.stopped > 0 ||
 		f.s.Iterations != 0 || f.budgetSpent(s.res, s.post)
+}
+
+// stuckStay reports whether a longest stay of stay draws in a segment of
+// iters iterations per chain asks for an extension: at least stayLimit,
+// and at least stayFrac of the segment.
+func stuckStay(stay, iters int) bool {
+	return stay >= max(stayLimit, int(stayFrac*float64(iters)))
+}
+
+// extensionsSpent reports whether segment seg (of lastSeg planned, done
+// iterations per chain so far) ends the extensions: the planned segments
+// are done and either maxSegments is reached or the sampling so far cost
+// cheapSampling nominal seconds of one worker.
+func (f *fit) extensionsSpent(seg, lastSeg, done int) bool {
+	return seg >= lastSeg && (seg+1 >= maxSegments || float64(done*f.s.Chains)*f.iterCost() >= cheapSampling)
 }
 
 // extend measures the ESS and R-hat of the draws so far and either ends
