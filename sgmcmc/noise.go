@@ -242,11 +242,15 @@ func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 
 // planHold is the independence steps' holding time planCost assumes: the
 // importance-sampled proposals measured 1.27–1.44 on the SVM and GARCH
-// posteriors of DAX.
+// posteriors of DAX. A larger one plans full-data chains dearer against
+// SGLD (τ = 2(2H − 1)/isIndependence: 4 at 1.4; TestPlanCost).
 const planHold = 1.4
 
 // fullMinIters and sgldMinIters are the fewest sampling iterations per
-// chain that Fit plans with FullGradient and with SGLD.
+// chain that Fit plans with FullGradient and with SGLD: where the ESS
+// target asks for fewer (TestPlanCost), SGLD's chains get more for the
+// transient after the adaptation; full-data chains have none and make a
+// fresh draw every few steps.
 const (
 	fullMinIters = 200
 	sgldMinIters = 500
