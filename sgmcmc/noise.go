@@ -155,7 +155,7 @@ func (f *fit) chooseGradient() error {
 	case AutoGradient:
 		pr.Gradient = PlainGradient
 		best := pr.CostPlain * (1 + lp)
-		stable := f.step(f.cvKappa()*lc)*pr.LambdaCVTail <= maxTailNoise
+		stable := cvTailStable(f.step(f.cvKappa()*lc), pr.LambdaCVTail)
 		if c := pr.CostCV * (1 + f.cvKappa()*lc); c < best && stable && (pr.ShiftSD <= maxAnchorShift || f.prepSubset()) {
 			pr.Gradient, best = ControlVariateGradient, c
 		}
@@ -406,6 +406,12 @@ func (f *fit) setStep() {
 // at typical draws 1.6; its chains ran off to φ → 1 at step 0.25), the
 // SVM on DAX 6.4 (λ 25; calibrated with the control variate).
 const maxTailNoise = 20
+
+// cvTailStable reports whether the control variate at step h, with noise
+// eigenvalue tail on the 0.99 contour, keeps hλ within maxTailNoise.
+func cvTailStable(h, tail float64) bool {
+	return h*tail <= maxTailNoise
+}
 
 // malaStart is the first adaptation window's step with FullGradient:
 // from it tuneMALA's adaptWindows windows can reach either end of its
