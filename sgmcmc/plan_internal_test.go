@@ -107,6 +107,7 @@ func TestStuckStay(t *testing.T) {
 		{38, 760, true}, {50, 250, true}, {7, 150, false}, {4, 1200, false},
 		{20, 100, true}, {19, 100, false}, {20, 1000, true},
 		{20, 25000, false}, {499, 25000, false}, {500, 25000, true},
+		{stayLimit, int(stayLimit / stayFrac), true}, {stayLimit, int(stayLimit/stayFrac) + 50, false},
 	} {
 		if got := stuckStay(c.stay, c.iters); got != c.want {
 			t.Errorf("stuckStay(%d, %d) = %v, want %v", c.stay, c.iters, got, c.want)
@@ -133,6 +134,7 @@ func TestExtensionsSpent(t *testing.T) {
 		{maxSegments - 1, 2, 1000, true}, // the last segment
 		{2, 2, 3000, true},               // 120 nominal seconds
 		{2, 2, 2999, false},
+		{2, 2, int(cheapSampling / (4 * 0.01)), true},
 	} {
 		if got := f.extensionsSpent(c.seg, c.last, c.done); got != c.want {
 			t.Errorf("extensionsSpent(%d, %d, %d) = %v, want %v", c.seg, c.last, c.done, got, c.want)
@@ -171,13 +173,13 @@ func TestFullExtension(t *testing.T) {
 		{"R-hat only", 500, 1, 150}, // half of them
 	} {
 		if got := ext(300, c.ess, c.thin); got != c.want {
-			t.Errorf("%s: %d iterations per chain, want %d", c.name, got, c.want)
+			t.Errorf("%s: %d iterations per chain, want %d (fullExtendMargin %g, fullESSExtend %g, fullRhatExtend %g)", c.name, got, c.want, fullExtendMargin, fullESSExtend, fullRhatExtend)
 		}
 	}
 	if projected(200) != 420 || projected(396) >= 75 {
 		t.Errorf("projections %d and %d: the cases no longer test what they say", projected(200), projected(396))
 	}
 	if got := ext(20, 500, 1); got != 50 {
-		t.Errorf("short chains: %d iterations per chain, want fullMinExtend 50", got)
+		t.Errorf("short chains: %d iterations per chain, want 50 (fullMinExtend %d)", got, fullMinExtend)
 	}
 }
