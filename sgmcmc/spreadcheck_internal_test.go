@@ -1,6 +1,10 @@
 package sgmcmc
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
 
 // TestSpreadOff: the spread check reports a parameter whose chains' sd is
 // short of the importance-sampling estimate's by more than spreadTol
@@ -78,5 +82,40 @@ func TestGridEdgeWarning(t *testing.T) {
 		if got := f.gridEdgeWarning() != ""; got != c.warn {
 			t.Errorf("chains %v, importance sampling %v refused of all: warns %v, want %v", c.chains, c.is, got, c.warn)
 		}
+	}
+}
+
+// TestBatchRel: the spread check's standard error of an
+// importance-sampling variance comes from spreadBatches = 8 batches: on
+// N = 800 equally weighted standard normal draws its mean over 400
+// replications is within 10% of the exact sqrt(2/N) = 0.05, and its own
+// relative spread is that of an sd with 7 degrees of freedom, about
+// 1/√14 = 0.27 (4 batches would give 0.41, 16 batches 0.18 but need 160
+// draws). Below 10 draws a batch it gives 0 (no check).
+func TestBatchRel(t *testing.T) {
+	const n, reps = 800, 400
+	rng := rand.New(rand.NewPCG(3, 4))
+	xs := make([][]float64, n)
+	lw := make([]float64, n)
+	var sum, sum2 float64
+	for range reps {
+		for i := range xs {
+			xs[i] = []float64{rng.NormFloat64()}
+		}
+		r := batchRel(xs, lw, 0)
+		sum, sum2 = sum+r, sum2+r*r
+	}
+	mean := sum / reps
+	cv := math.Sqrt(sum2/reps-mean*mean) / mean
+	exact := math.Sqrt(2.0 / n)
+	t.Logf("batch standard error %.4f (exact %.4f), its relative spread %.3f with %d batches", mean, exact, cv, spreadBatches)
+	if math.Abs(mean/exact-1) > 0.1 {
+		t.Errorf("mean batch standard error %.4f, exact %.4f", mean, exact)
+	}
+	if cv < 0.22 || cv > 0.33 {
+		t.Errorf("relative spread %.3f, want about 0.27 (7 degrees of freedom)", cv)
+	}
+	if r := batchRel(xs[:10*spreadBatches-1], lw, 0); r != 0 {
+		t.Errorf("%d draws: %g, want 0", 10*spreadBatches-1, r)
 	}
 }
