@@ -26,7 +26,7 @@ func TestCheckpointEvery(t *testing.T) {
 		f := &fit{prep: Preparation{Gradient: c.g, CostPlain: c.plain, CostCV: c.cv, CostFull: c.full}}
 		f.s.Chains, f.s.Workers = c.chains, c.workers
 		if got := f.checkpointEvery(); got != c.want {
-			t.Errorf("%s: every %d iterations, want %d", c.name, got, c.want)
+			t.Errorf("%s: every %d iterations, want %d (checkpointPeriod %v)", c.name, got, c.want, checkpointPeriod)
 		}
 	}
 }

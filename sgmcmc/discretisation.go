@@ -132,7 +132,9 @@ func (d *discretisation) valid(p int) bool {
 
 // discretisationMaxCurve is the largest |b_k| of the discretisation
 // correction that is applied (a larger one would change a posterior sd by
-// more than 1/√(1 − 0.5) = 1.41 on a quadratic model measured at ± one sd).
+// more than 1/√(1 − 0.5) = 1.41 on a quadratic model measured at ± one
+// sd, TestAppliedCurve); beyond it the correction applies the tilt only
+// and the Posterior warns.
 const discretisationMaxCurve = 0.5
 
 // discretisationMaxShift is the correction's mean shift (posterior sds)
@@ -145,7 +147,9 @@ const discretisationMaxShift = 1.0
 // discretisationMaxResidual is the Residual (posterior sds), and
 // discretisationMaxSDRatio the ResidualSD's distance from 1, beyond which
 // the Posterior warns when the shift is also beyond discretisationBand
-// standard errors of the check (a 95% band).
+// standard errors of the check (a 95% band): smaller bounds warn of
+// corrections that do no harm, a narrower band of the check's own noise
+// (TestResidualWarning).
 const (
 	discretisationMaxResidual = 0.1
 	discretisationMaxSDRatio  = 0.1
@@ -230,7 +234,9 @@ func (f *fit) measureDiscretisation(ctx context.Context, ex ssm.ExactScorer, rs 
 }
 
 // coarseMaxShift is the largest mean shift (posterior sds) of a coarser
-// model's discretisation correction for which Fit samples with it.
+// model's discretisation correction for which Fit samples with it: a
+// larger one leaves more of the posterior to the quadratic's
+// extrapolation and to the check after sampling (TestCoarseLevelValid).
 const coarseMaxShift = 0.5
 
 // tryCoarser puts the chains on trial on the model's coarser
@@ -396,7 +402,7 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	}
 	used := half
 	ess := residualShift(dc, used, logw, x)
-	if _, r := argMaxAbs(dc.Residual); r > discretisationSure || linalg.MaxAbs(dc.ResidualSE) > discretisationSureSE {
+	if residualDoubt(dc) {
 		if err := weigh(rest); err != nil {
 			return err
 		}
@@ -412,17 +418,19 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 }
 
 // The residual check weighs discretisationDraws/2 draws first and all
-// discretisationDraws when some |Residual| exceeds discretisationSure or
-// some ResidualSE exceeds discretisationSureSE (so a residual near the
-// warning's 0.2 sd is always measured at all of them). GARCH: a pass of
-// its finer 14-point rule over the S&P 500 returns takes 280 ms (go test
-// -run '^$' -bench GARCHQuad -benchtime 5x ./models), so 12 passes take
-// about 3.4 s of one worker; with the σ² node filter, 12 passes at 256
-// nodes cost 35 s of the S&P 500 fit.
-const (
-	discretisationSure   = 0.1
-	discretisationSureSE = 0.05
-)
+// discretisationDraws when some |Residual| exceeds the warning's
+// discretisationMaxResidual or some ResidualSE exceeds
+// discretisationSureSE (residualDoubt): a mean warning always rests on
+// all of them, and a clear pass on half saves their cost (GARCH: 12
+// passes at 256 nodes cost 35 s of the S&P 500 fit).
+const discretisationSureSE = 0.05
+
+// residualDoubt reports whether the residual check on half the draws
+// leaves a doubt that all of them must settle.
+func residualDoubt(dc *discretisation) bool {
+	_, r := argMaxAbs(dc.Residual)
+	return r > discretisationMaxResidual || linalg.MaxAbs(dc.ResidualSE) > discretisationSureSE
+}
 
 // residualShift sets dc.Residual and dc.ResidualSE from the draws used
 // (indices into logw, their log weights, and x, their standardised

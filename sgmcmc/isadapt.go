@@ -42,7 +42,9 @@ func (f *fit) adaptIS(ctx context.Context) (*amis.Result, error) {
 }
 
 // isPilot is the iterations per chain of the first sampling segment
-// after importance sampling, whose draws the proposal is refitted to.
+// after importance sampling, whose draws the proposal is refitted to: a
+// shorter pilot refits sooner from fewer draws, a longer one runs longer
+// on the importance-sampled proposal (TestFirstSegment).
 const isPilot = 150
 
 // proposalComponents returns q for Preparation.proposal.

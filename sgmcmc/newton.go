@@ -14,8 +14,24 @@ import (
 )
 
 // newtonUnconverged is the length, in posterior sds, of a last Newton
-// step past which the preparation warns.
+// step past which the preparation warns (newtonWarning): well below the
+// 15–90 sds of the steps on data that do not suit the model.
 const newtonUnconverged = 3
+
+// newtonWarning returns the preparation's warning when the Newton steps
+// did not converge and the last moved more than newtonUnconverged
+// posterior sds ("" for none; det: deterministic gradients). Subsets
+// (scale set) do not warn, nor the exact scorer's steps, which go on
+// with observedNewton. Eight steps and still far: the mode, the metric
+// and the anchor rest on a point that is not the mode (constant,
+// all-zero or mis-scaled data: steps of 15–90 sds).
+func (f *fit) newtonWarning(conv, det bool, last float64) string {
+	if conv || !(last > newtonUnconverged) || f.scale != 0 || det && f.prep.Exact {
+		return ""
+	}
+	return fmt.Sprintf("Newton steps towards the posterior mode did not converge (the last moved %.1f posterior sds): "+
+		"the preparation may be far from the mode, and the data may not suit the model or its prior", last)
+}
 
 // hessian returns −∇² log π at u: the information fisher (the blocks'
 // empirical Fisher information, or −J) plus the prior's curvature (central
@@ -149,14 +165,7 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 				return nil, nil, nil, nil, stream, err
 			}
 		}
-		f.newtonWarn = ""
-		if !conv && last > newtonUnconverged && f.scale == 0 && !(det && f.prep.Exact) {
-			// Eight steps and still far: the mode, the metric and the
-			// anchor rest on a point that is not the mode (constant,
-			// all-zero or mis-scaled data: steps of 15–90 sds).
-			f.newtonWarn = fmt.Sprintf("Newton steps towards the posterior mode did not converge (the last moved %.1f posterior sds): "+
-				"the preparation may be far from the mode, and the data may not suit the model or its prior", last)
-		}
+		f.newtonWarn = f.newtonWarning(conv, det, last)
 		if det && !conv && f.prep.Exact {
 			var hObs *mat.SymDense
 			var lObs []float64

@@ -244,11 +244,15 @@ func (f *fit) planCost(g Gradient, lp, lc float64) float64 {
 
 // planHold is the independence steps' holding time planCost assumes: the
 // importance-sampled proposals measured 1.27–1.44 on the SVM and GARCH
-// posteriors of DAX.
+// posteriors of DAX. A larger one plans full-data chains dearer against
+// SGLD (τ = 2(2H − 1)/isIndependence: 4 at 1.4; TestPlanCost).
 const planHold = 1.4
 
 // fullMinIters and sgldMinIters are the fewest sampling iterations per
-// chain that Fit plans with FullGradient and with SGLD.
+// chain that Fit plans with FullGradient and with SGLD: where the ESS
+// target asks for fewer (TestPlanCost), SGLD's chains get more for the
+// transient after the adaptation; full-data chains have none and make a
+// fresh draw every few steps.
 const (
 	fullMinIters = 200
 	sgldMinIters = 500
@@ -407,11 +411,13 @@ func (f *fit) setStep() {
 // SVM on DAX 6.4 (λ 25; calibrated with the control variate).
 const maxTailNoise = 20
 
-// tailStable reports whether the control variate's noise λ on the 0.99
-// contour is safe at step h (maxTailNoise).
-func tailStable(h, lambdaTail float64) bool { return h*lambdaTail <= maxTailNoise }
+// tailStable reports whether the control variate at step h, with noise
+// eigenvalue tail on the 0.99 contour, keeps hλ within maxTailNoise.
+func tailStable(h, tail float64) bool { return h*tail <= maxTailNoise }
 
-// malaStart is the first adaptation window's step with FullGradient.
+// malaStart is the first adaptation window's step with FullGradient:
+// from it tuneMALA's adaptWindows windows can reach either end of its
+// range [0.05, 1] (TestMALAStart).
 const malaStart = 0.5
 
 // tuneMALA records an adaptation window's acceptance rates (Langevin acc,
@@ -438,7 +444,11 @@ func (f *fit) step(kl float64) float64 {
 	return sgldStep(kl)
 }
 
-// sgldMaxStep is the largest step SGLD takes, in posterior-scale units.
+// sgldMaxStep is the largest step SGLD takes, in posterior-scale units,
+// the step wherever κλ < 3. It trades mixing (autocorrelation time
+// (2 − h)/h: 7 at the cap) for the Euler step's error, which the
+// noise-corrected injection removes on a Gaussian posterior with the
+// right metric only (TestSGLDStepCap).
 const sgldMaxStep = 0.25
 
 // sgldStep is the SGLD step rule: h = min(0.25, 1/(1 + kl)) for the

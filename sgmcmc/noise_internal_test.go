@@ -97,6 +97,9 @@ func TestCapExtension(t *testing.T) {
 		{5000, 100, 11, 200, 11}, // the last segment stays the last
 	} {
 		it, last := capExtension(c.iters, c.done, c.last)
+		if it > extendMax*c.done {
+			t.Errorf("capExtension(%d, %d, %d) = %d: more than extendMax times the %d done", c.iters, c.done, c.last, it, c.done)
+		}
 		if it != c.wantIters || last != c.wantLast {
 			t.Errorf("capExtension(%d, %d, %d) = %d, %d; want %d, %d", c.iters, c.done, c.last, it, last, c.wantIters, c.wantLast)
 		}

@@ -421,20 +421,19 @@ const jacobianObs = 1000000
 // data with deterministic gradients.
 const subsetObs = 100000
 
-// subset returns a copy of f whose data are blocks of 1000 observations
+// subset returns a copy of f whose data are blocks of subsetBlock observations
 // spread evenly over the sequences, about n in all, and whose tilings are
 // scaled by total/n to estimate the whole data's score and information.
 func (f *fit) subset(n int) *fit {
-	const blk = subsetBlock
 	if f.scale != 0 {
 		return f.thin(n)
 	}
-	stride := max(blk, int(float64(blk)*float64(f.total)/float64(max(n, 1))))
+	stride := max(subsetBlock, int(float64(subsetBlock)*float64(f.total)/float64(max(n, 1))))
 	var data ssm.Dataset
-	kept, short := 0, blk
+	kept, short := 0, subsetBlock
 	for _, seq := range f.data.Sequences {
 		// A sequence shorter than a block is one block.
-		b := min(blk, seq.Len())
+		b := min(subsetBlock, seq.Len())
 		for start := 0; b > 0 && start+b <= seq.Len(); start += stride {
 			data.Sequences = append(data.Sequences, ssm.Sequence{Obs: seq.Obs, Y: seq.Y[start*seq.Obs : (start+b)*seq.Obs]})
 			kept += b

@@ -141,7 +141,7 @@ func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []fl
 		}
 		_, mx = argMaxAbs(shift)
 	}
-	if err != nil || mx > coarseMaxShift || q0.LOO > quadMaxLOO || linalg.MaxEigen(q0.B, p) > discretisationMaxCurve {
+	if err != nil || !firstLevelValid(mx, q0, p) {
 		f.log("the model's coarser discretisation is not used: its correction would move a mean by %.2f posterior sds (at most %.1f), its quadratic's leave-one-out error is %.3f nats (at most %.2f) or its largest curvature %.3f (at most %.1f); preparing the model as given",
 			mx, coarseMaxShift, q0.LOO, quadMaxLOO, linalg.MaxEigen(q0.B, p), discretisationMaxCurve)
 		f.model = f.user
@@ -150,7 +150,7 @@ func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []fl
 	choose := 0
 	for i := len(fits) - 1; i > 0; i-- {
 		q := fits[i]
-		if q.LOO <= quadMaxLOODeep && linalg.MaxAbs(q.A) <= coarseMaxTilt && linalg.MaxEigen(q.B, p) <= discretisationMaxCurve {
+		if deeperLevelValid(q, p) {
 			choose = i
 			break
 		}
@@ -167,4 +167,17 @@ func (f *fit) chooseCoarse(ctx context.Context, rs ssm.RefinedScorer, u0, l []fl
 	f.log("sampling at the model's coarser discretisation (level %d of %d) with a quadratic-and-cubes correction towards its finer scorer (%d points; leave-one-out error %.3f nats): tilt %.3f per whitened axis; the target's mean is %.2f posterior sds from the mode",
 		choose+1, len(levels), len(zs), q.LOO, q.A, shift)
 	return false, nil
+}
+
+// firstLevelValid reports whether the model on trial may be sampled with
+// the correction q, whose Gaussian target's mean is mx posterior sds from
+// the mode (see chooseCoarse).
+func firstLevelValid(mx float64, q *linalg.QuadFit, p int) bool {
+	return !(mx > coarseMaxShift || q.LOO > quadMaxLOO || linalg.MaxEigen(q.B, p) > discretisationMaxCurve)
+}
+
+// deeperLevelValid reports whether a deeper level may be sampled with
+// the correction q (see chooseCoarse).
+func deeperLevelValid(q *linalg.QuadFit, p int) bool {
+	return q.LOO <= quadMaxLOODeep && linalg.MaxAbs(q.A) <= coarseMaxTilt && linalg.MaxEigen(q.B, p) <= discretisationMaxCurve
 }

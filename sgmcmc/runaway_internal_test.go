@@ -28,6 +28,9 @@ func TestRunaway(t *testing.T) {
 		{"a converged round breaks the streak", []round{{false, 12, 9, 18}, {true, 0.3, 18, 36}}, false},
 		{"a narrow regrid breaks the streak", []round{{false, 12, 9, 18}, {false, 12, 18, 20}, {false, 12, 20, 40}}, false},
 		{"small last step", []round{{false, 8, 9, 18}, {false, 9.9, 18, 36}}, false},
+		{"last step 10 sds", []round{{false, 8, 9, 18}, {false, 10, 18, 36}}, true},
+		{"runawayRounds rounds, the last runawaySteps, each widening runawayWiden", []round{{false, 8, 9, 9 * runawayWiden}, {false, runawaySteps, 9 * runawayWiden, 9 * runawayWiden * runawayWiden}}, true},
+		{"widening just short of runawayWiden", []round{{false, 12, 9, 18}, {false, 12, 18, 18*runawayWiden - 0.01}}, false},
 	} {
 		var r runaway
 		for _, rd := range c.rounds {
@@ -35,7 +38,7 @@ func TestRunaway(t *testing.T) {
 		}
 		err := r.check([]string{"zeros"})
 		if got := err != nil; got != c.want {
-			t.Errorf("%s: error %v, want one: %v", c.name, err, c.want)
+			t.Errorf("%s: error %v, want one: %v (runawayRounds %d)", c.name, err, c.want, runawayRounds)
 		}
 		if err != nil && (!errors.Is(err, ErrNoMode) || !strings.HasSuffix(err.Error(), "; the data warn: zeros")) {
 			t.Errorf("%s: error %q: want ErrNoMode ending with the data's warnings", c.name, err)

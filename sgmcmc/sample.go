@@ -30,6 +30,27 @@ func capExtension(iters, done, lastSeg int) (int, int) {
 	return extendMax * done, min(lastSeg+1, maxSegments-1)
 }
 
+// firstSegment plans the first sampling segment's iterations per chain
+// when Iterations does not fix them (1.25·TargetESS autocorrelation
+// times, at least sgldMinIters or fullMinIters, at most 50,000), and the
+// last planned segment.
+func (f *fit) firstSegment() (iters, lastSeg int) {
+	pr := &f.prep
+	least := sgldMinIters
+	if pr.Gradient == FullGradient {
+		least = fullMinIters // exact chains: no transient, a fresh draw every few steps
+	}
+	iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
+	iters = min(iters, 50000)
+	if pr.Gradient == FullGradient && pr.proposal != nil {
+		// A short first segment: the proposal is refitted to its draws
+		// (refitProposal) before the rest, which may take one more
+		// extension.
+		return min(iters, isPilot), 3
+	}
+	return iters, 2
+}
+
 // sampling is the state of (*fit).sample across its phases: plan,
 // segments (run, check, extend), then the draws' collection and the
 // warnings.
@@ -153,19 +174,7 @@ func (f *fit) planSampling() *sampling {
 	s.natural = func(dst, u []float64) { f.model.Constrain(dst, u) }
 	s.lastSeg = 2 // segments: the first and up to two extensions
 	if s.iters == 0 {
-		least := sgldMinIters
-		if pr.Gradient == FullGradient {
-			least = fullMinIters // exact chains: no transient, a fresh draw every few steps
-		}
-		s.iters = max(least, int(math.Ceil(1.25*float64(f.s.TargetESS)*pr.IAT/float64(f.s.Chains))))
-		s.iters = min(s.iters, 50000)
-		if pr.Gradient == FullGradient && pr.proposal != nil {
-			// A short first segment: the proposal is refitted to its
-			// draws (refitProposal) before the rest, which may take one
-			// more extension.
-			s.iters = min(s.iters, isPilot)
-			s.lastSeg = 3
-		}
+		s.iters, s.lastSeg = f.firstSegment()
 	}
 	s.iters *= f.s.Thin
 	s.newEst, s.newMethod, s.acceptance, s.retarget = f.chainFactories(f.noiseW(), &s.setupErr)
@@ -290,8 +299,16 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	}
 	s.stay, s.stayChain = longestStay(segU, f.dim)
 	s.stuck = f.prep.Gradient == FullGradient && stuckStay(s.stay, s.iters)
-	return seg >= s.lastSeg && (seg+1 >= maxSegments || float64(s.done*f.s.Chains)*f.iterCost() >= cheapSampling) || s.runErr != nil || s.stopped > 0 ||
+	return f.extensionsSpent(seg, s.lastSeg, s.done) || s.runErr != nil || s.stopped > 0 ||
 		f.s.Iterations != 0 || f.budgetSpent(s.res, s.post)
+}
+
+// extensionsSpent reports whether segment seg (of lastSeg planned, done
+// iterations per chain so far) ends the extensions: the planned segments
+// are done and either maxSegments is reached or the sampling so far cost
+// cheapSampling nominal seconds of one worker.
+func (f *fit) extensionsSpent(seg, lastSeg, done int) bool {
+	return seg >= lastSeg && (seg+1 >= maxSegments || float64(done*f.s.Chains)*f.iterCost() >= cheapSampling)
 }
 
 // extend measures the ESS and R-hat of the draws so far and either ends

@@ -306,7 +306,9 @@ const (
 	maxThin        = 100000
 )
 
-// maxKSDObs is the data size above which the KSD is skipped by default.
+// maxKSDObs is the data size above which the KSD is skipped by default:
+// its 50 draws each cost a full pass over the data, which on longer data
+// would dwarf the fit (TestKSDDefault).
 const maxKSDObs = 100000
 
 // badSettings returns an error wrapping ErrSettings with the message

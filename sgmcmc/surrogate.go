@@ -29,7 +29,7 @@ func (f *fit) chooseSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64
 		f.log("surrogate transitions: not fitted (%v)", err)
 		return nil
 	}
-	use := s.Hold <= surrogate.Gain*s.HoldProposal
+	use := surrogateWorth(s.Hold, s.HoldProposal)
 	verdict := "used"
 	if !use {
 		verdict = "not used"
@@ -40,6 +40,13 @@ func (f *fit) chooseSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64
 		return nil
 	}
 	return s
+}
+
+// surrogateWorth reports whether a surrogate of holding time hold is
+// worth its transitions against the proposal's holdProposal: at most
+// surrogate.Gain times it.
+func surrogateWorth(hold, holdProposal float64) bool {
+	return hold <= surrogate.Gain*holdProposal
 }
 
 // refitSurrogate fits the surrogate again, relative to the current

@@ -34,60 +34,6 @@ func TestSGLDStepRule(t *testing.T) {
 	}
 }
 
-// TestStuckStay checks the stay rule's trade (stayLimit, stayFrac): in a
-// short segment a stay of stayLimit iterations asks for more, in a long
-// one the same stay weighs little and only stayFrac of the segment does.
-func TestStuckStay(t *testing.T) {
-	for _, c := range []struct {
-		stay, iters int
-		want        bool
-	}{
-		{stayLimit - 1, 500, false},
-		{stayLimit, 500, true},            // 4% of 500
-		{stayLimit, 25000, false},         // 0.08%: the LGSSM's long runs
-		{499, 25000, false},               // just under 2%
-		{500, 25000, true},                // 2%
-		{38, 400, true}, {50, 1000, true}, // the LGSSM on the S&P 500: 5–10% of their segments
-	} {
-		if got := stuckStay(c.stay, c.iters); got != c.want {
-			t.Errorf("stay %d of %d iterations: stuck %v, want %v", c.stay, c.iters, got, c.want)
-		}
-	}
-}
-
-// TestCheapMore checks the run-on of cheap full-data chains (cheapIters,
-// cheapWork) at the counted costs cheapMore's comment gives: the LGSSM on
-// the S&P 500 returns (40.9 nominal seconds for cheapIters iterations of
-// 4 chains) and the SVM on 201 returns (46) run on to cheapIters; the SVM
-// on DAX (385) does not; nor do chains already there, SGLD, or a run with
-// no draws yet.
-func TestCheapMore(t *testing.T) {
-	at := func(total float64, g Gradient, done int) int {
-		f := &fit{s: FitSettings{Chains: 4}, log: func(string, ...any) {}}
-		f.prep.Gradient = g
-		f.prep.CostFull = total / float64(cheapIters*4)
-		return f.cheapMore(done)
-	}
-	for _, c := range []struct {
-		name  string
-		total float64
-		g     Gradient
-		done  int
-		want  int
-	}{
-		{"LGSSM, S&P 500", 40.9, FullGradient, 1, cheapIters - 1},
-		{"SVM, 201 returns", 46, FullGradient, 1, cheapIters - 1},
-		{"SVM, DAX", 385, FullGradient, 1, 0},
-		{"already there", 40.9, FullGradient, cheapIters, 0},
-		{"no draws yet", 40.9, FullGradient, 0, 0},
-		{"SGLD", 40.9, ControlVariateGradient, 1, 0},
-	} {
-		if got := at(c.total, c.g, c.done); got != c.want {
-			t.Errorf("%s: %d more iterations, want %d", c.name, got, c.want)
-		}
-	}
-}
-
 // TestTailStable checks maxTailNoise against the measurements beside it:
 // the SVM on DAX (λ 25 on the 0.99 contour at h = 0.25: hλ 6.4, calibrated
 // with the control variate) passes; GARCH on DAX (λ 491: hλ 123, whose
@@ -144,53 +90,6 @@ func TestFullExtensionFloors(t *testing.T) {
 	} {
 		if got := ext(c.kept, c.ess); got != c.want {
 			t.Errorf("%s: %d more iterations per chain, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-// TestResidualWarning checks the bounds of the discretisation check
-// (discretisationMaxResidual, discretisationMaxSDRatio,
-// discretisationBand): a mean moved by more than 0.1 posterior sd, or an
-// sd by more than a factor 1 ± 0.1, warns only when the move is also
-// beyond 1.96 of its standard errors, so that 24 noisy importance weights
-// do not warn on their own noise.
-func TestResidualWarning(t *testing.T) {
-	names := []string{"mu", "phi"}
-	check := func(r, rse, sd, sdse float64) string {
-		dc := &discretisation{DiscretisationReport: DiscretisationReport{Draws: 24,
-			Residual: []float64{0, r}, ResidualSE: []float64{0.01, rse},
-			ResidualSD: []float64{1, sd}, ResidualSDSE: []float64{0.01, sdse}}}
-		return residualWarning(dc, names, "raise Points")
-	}
-	for _, c := range []struct {
-		name             string
-		r, rse, sd, sdse float64
-		want             string // a substring of the warning; "" for none
-	}{
-		{"mean moved, precisely", 0.15, 0.05, 1, 0.01, "move the mean of phi by 0.15 ± 0.05"},
-		{"mean moved, within its noise", 0.15, 0.08, 1, 0.01, ""},
-		{"mean moved little", 0.09, 0.01, 1, 0.01, ""},
-		{"sd widened, precisely", 0, 0.01, 1.12, 0.02, "change the sd of phi by a factor 1.12 ± 0.02"},
-		{"sd widened, within its noise", 0, 0.01, 1.12, 0.07, ""},
-		{"sd widened little", 0, 0.01, 1.08, 0.01, ""},
-	} {
-		got := check(c.r, c.rse, c.sd, c.sdse)
-		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-			t.Errorf("%s: warning %q, want one containing %q", c.name, got, c.want)
-		}
-	}
-}
-
-// TestAppliedCurve checks discretisationMaxCurve: a curvature b of the
-// correction changes a posterior sd by 1/√(1 − b) on the quadratic model,
-// 1.41 at the bound 0.5, beyond which the correction keeps its tilt only.
-func TestAppliedCurve(t *testing.T) {
-	if f := 1 / math.Sqrt(1-discretisationMaxCurve); math.Abs(f-1.414) > 1e-3 {
-		t.Errorf("sd factor at the bound %.4f, want 1.414", f)
-	}
-	for _, c := range []struct{ b, want float64 }{{0.3, 0.3}, {-0.5, -0.5}, {0.5, 0.5}, {0.51, 0}, {-0.8, 0}} {
-		if got := appliedCurve(c.b); got != c.want {
-			t.Errorf("appliedCurve(%g) = %g, want %g", c.b, got, c.want)
 		}
 	}
 }
@@ -253,19 +152,5 @@ func TestSpreadCheckBounds(t *testing.T) {
 		if got := f.spreadDraws(); got != c.want {
 			t.Errorf("cost %g, %v: %d log posteriors, want %d", c.cost, c.g, got, c.want)
 		}
-	}
-}
-
-// TestGridEdgeWarning checks maxGridEdgeShare: one refusal in 1,000
-// proposals is tolerated, two warn.
-func TestGridEdgeWarning(t *testing.T) {
-	f := &fit{}
-	f.isEdge = [2]int{1, 1000}
-	if w := f.gridEdgeWarning(); w != "" {
-		t.Errorf("1 of 1000: %q", w)
-	}
-	f.isEdge = [2]int{2, 1000}
-	if w := f.gridEdgeWarning(); !strings.Contains(w, "2 of 1000 proposals") {
-		t.Errorf("2 of 1000: %q", w)
 	}
 }

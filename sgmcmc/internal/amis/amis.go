@@ -155,7 +155,7 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 		if m == nil {
 			return nil, nil // no finite weight
 		}
-		stop := r+1 >= MaxRounds || r+1 >= MinRounds && bestHold <= GoodHold
+		stop := roundsDone(r, bestHold)
 		var sur *surrogate.Surrogate
 		if r+1 >= SurRounds && bestESS >= MinEfficiency*float64(n) && c.Surrogate != nil {
 			// A surrogate that already fits well ends the rounds: its
@@ -186,6 +186,13 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 		logf("importance sampling: next proposal %d Student-t components at %.2f × their fitted scale, defensive weight %.2f (cross-validated holding time %.2f)", k, sc, d, h)
 		rounds = append(rounds, Round{Q: next})
 	}
+}
+
+// roundsDone reports whether the rounds end after round r (from 0) when
+// the best holding time measured so far is bestHold: at MaxRounds, or
+// from MinRounds on at a holding time of at most GoodHold.
+func roundsDone(r int, bestHold float64) bool {
+	return r+1 >= MaxRounds || r+1 >= MinRounds && bestHold <= GoodHold
 }
 
 // ThinnedDraws returns the chains' draws (us: per chain, p numbers per

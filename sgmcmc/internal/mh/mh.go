@@ -112,11 +112,8 @@ func (m *Kernel) refused(err error) bool {
 }
 
 // DefaultIndependence is the default probability of an independence
-// proposal, and Nu its Student-t degrees of freedom.
-const (
-	DefaultIndependence = 0.5
-	Nu                  = tmix.Nu
-)
+// proposal (its Student-t degrees of freedom are tmix.Nu).
+const DefaultIndependence = 0.5
 
 // logDensity is an Estimator that can return the log posterior alone
 // (gradient.Estimator.LogPosterior).

@@ -116,7 +116,9 @@ const (
 	// unit prior variance.
 	surNugget = 0.01
 	// Gain is how much shorter the surrogate's holding time must be
-	// than q's for the chains to use it.
+	// than q's for the chains to use it: a surrogate costs its fit and
+	// surSteps evaluations of r per transition, so a gain below 5% is
+	// left unused (TestSurrogateWorth).
 	Gain = 0.95
 	// surDefensive is ε, the share of q in the surrogate's density: the
 	// Gaussian process follows the bulk closely but can fall short of π
