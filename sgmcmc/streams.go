@@ -56,11 +56,6 @@ const (
 	predictiveScoreStream = 1 << 61
 	forecastStream        = 1 << 62
 
-	// laplaceSeed is XORed into Seed for the seed of pf.Laplace's
-	// paths (their streams are the windows' bounds, Start<<32 | End), so
-	// that they share no generator with the streams above.
-	laplaceSeed = 0x5851f42d4c957f2d
-
 	// exactStream is the stream of evaluations whose filter is
 	// deterministic (exact scorers), which draw nothing.
 	exactStream = 0
@@ -74,8 +69,13 @@ const (
 	// stream + k + probeSecond for the second.
 	probeSeedXor = 0x5851F42D4C957F2D
 	probeSecond  = 1 << 32
+	// laplaceSeed: Seed ^ laplaceSeed seeds pf.Laplace's paths (their
+	// streams are the windows' bounds, Start<<32 | End; the finer scorer
+	// uses the complement), so that they share no generator with the
+	// streams above or the probes'.
+	laplaceSeed = 0xD1B54A32D192ED03
 	// spreadSeedXor: Seed ^ spreadSeedXor drives the spread check's
-	// proposal draws (tailcheck.go, which writes the value itself).
+	// proposal draws (tailcheck.go).
 	spreadSeedXor = 0x2545F4914F6CDD1D
 	// adaptSeedStride: adaptation window win's chains run Run with Seed
 	// Seed + (win+1)·adaptSeedStride.

@@ -115,7 +115,7 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 		wide[i] = spreadWiden * v
 	}
 	q := tmix.New([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
-	rng := rand.New(rand.NewPCG(f.s.Seed^0x2545F4914F6CDD1D, stream))
+	rng := rand.New(rand.NewPCG(f.s.Seed^spreadSeedXor, stream))
 	xs := make([][]float64, n)
 	s := make([]float64, p)
 	for i := range xs {
