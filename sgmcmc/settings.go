@@ -149,14 +149,16 @@ type FitSettings struct {
 	// 1, and a gradient costs a tenth as much. Exact takes precedence.
 	//
 	// AutoFilter chooses, in this order: the model's exact scorer (an
-	// ssm.ExactScorer, such as LGSSM, LGSSMd and GARCH); the grid filter
-	// (a scalar state); particle filters otherwise, which is every model
-	// with a vector state and no exact scorer (models.MSV, or LGSSMd with
-	// Filter ParticleFilter). On particles the fit is correct but slow:
-	// the gradient noise is 10²–10⁴ times the posterior's curvature, so
-	// SGLD's steps are small and a fit takes many minutes (docs/particles.md
-	// measures it). Posterior.Preparation.Path names the choice and why,
-	// and the report prints it.
+	// ssm.ExactScorer, such as LGSSM, LGSSMd and GARCH); Laplace
+	// importance sampling for a kernel with linear Gaussian dynamics and
+	// emission derivatives (models.MSV, or a user's model with a vector
+	// state that implements ssm.LinearGaussian and ssm.EmissionCurvature;
+	// LaplacePaths); the grid filter (a scalar state); particle filters
+	// otherwise. On particles the fit is correct but slow: the gradient
+	// noise is 10²–10⁴ times the posterior's curvature, so SGLD's steps
+	// are small and a fit takes many minutes (docs/particles.md measures
+	// it). Posterior.Preparation.Path names the choice and why, and the
+	// report prints it.
 	Filter Filter
 	// Gradient selects the estimator (zero value AutoGradient).
 	Gradient Gradient
