@@ -72,6 +72,17 @@ func (f *fit) spreadDraws() int {
 	return min(n, spreadMax)
 }
 
+// spreadProposal returns the spread check's proposal for chains of mean
+// mean and covariance LLᵀ: an equal mixture of t's at mean, one with
+// scale L and one spreadWiden times as wide (weight spreadWideShare).
+func spreadProposal(mean, l []float64) *tmix.Mixture {
+	wide := make([]float64, len(l))
+	for i, v := range l {
+		wide[i] = spreadWiden * v
+	}
+	return tmix.New([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
+}
+
 // spreadCheck runs the spread check on the chains' draws us (per chain,
 // p numbers per draw) with n log posteriors (spreadDraws).
 func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uint64) (*spreadResult, error) {
@@ -112,11 +123,7 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 	if err != nil {
 		return nil, fmt.Errorf("the chains' covariance: %w", err)
 	}
-	wide := make([]float64, len(l))
-	for i, v := range l {
-		wide[i] = spreadWiden * v
-	}
-	q := tmix.New([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
+	q := spreadProposal(mean, l)
 	rng := rand.New(rand.NewPCG(f.s.Seed^0x2545F4914F6CDD1D, stream))
 	xs := make([][]float64, n)
 	s := make([]float64, p)
