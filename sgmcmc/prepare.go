@@ -261,7 +261,7 @@ func (f *fit) anchorPasses(ctx context.Context, sf *fit, u, l []float64, stream 
 	shift := func() float64 { return linalg.MaxAbs(linalg.LTrans(l, t.se)) }
 	for t.passes < f.s.AnchorPasses && shift() > 0.1 {
 		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
-		more := min(max(need-t.passes, anchorBatch), f.s.AnchorPasses-t.passes)
+		more := morePasses(need-t.passes, t.passes, f.s.AnchorPasses)
 		o, err := sf.tile(ctx, u, more, stream, f.aset)
 		if err != nil {
 			return nil, stream, err
@@ -286,7 +286,7 @@ func (f *fit) biasCorrection(ctx context.Context, sf *fit, u, l []float64, t, ow
 	}
 	setCorr()
 	for own.passes < f.s.AnchorPasses && linalg.MaxAbs(linalg.LTrans(l, corrSE)) > 0.1 {
-		more := min(max(own.passes, anchorBatch), f.s.AnchorPasses-own.passes)
+		more := morePasses(own.passes, own.passes, f.s.AnchorPasses)
 		o, err := sf.tile(ctx, u, more, stream, f.gset)
 		if err != nil {
 			return err
@@ -491,3 +491,10 @@ func (f *fit) thin(n int) *fit {
 // refinement adds: a constant, not Workers, so that the number of passes,
 // and the draws, do not depend on the machine.
 const anchorBatch = 2
+
+// morePasses returns the passes a round of the anchor's (or the bias
+// correction's) refinement adds: want, at least anchorBatch, and no more
+// than take the have passes so far to limit.
+func morePasses(want, have, limit int) int {
+	return min(max(want, anchorBatch), limit-have)
+}

@@ -121,3 +121,19 @@ func TestSubsetBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestMorePasses: each round of the anchor's refinement adds the passes
+// its standard error asks for, but at least anchorBatch = 2 (fewer
+// rounds, each of which waits for its slowest pass, for at most one pass
+// beyond the need), and never beyond AnchorPasses. The batch is a constant, not Workers,
+// so that the passes, and the draws, are the same on every machine.
+func TestMorePasses(t *testing.T) {
+	for _, c := range []struct{ want, have, limit, more int }{
+		{0, 4, 100, 2}, {1, 4, 100, 2}, {2, 4, 100, 2}, {7, 4, 100, 7},
+		{7, 97, 100, 3}, {1, 99, 100, 1}, {-3, 4, 100, anchorBatch},
+	} {
+		if got := morePasses(c.want, c.have, c.limit); got != c.more {
+			t.Errorf("want %d more after %d of %d: %d, want %d", c.want, c.have, c.limit, got, c.more)
+		}
+	}
+}
