@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -134,6 +135,32 @@ func TestMorePasses(t *testing.T) {
 	} {
 		if got := morePasses(c.want, c.have, c.limit); got != c.more {
 			t.Errorf("want %d more after %d of %d: %d, want %d", c.want, c.have, c.limit, got, c.more)
+		}
+	}
+}
+
+// TestTileSplit: a single pass of a deterministic estimator (exact or
+// grid scores: the long series' full-data score, read once) is split
+// into tileParts = 8 interleaved parts, so that up to 8 workers share it;
+// the parts are summed in their order, so the score is the same whatever
+// Workers is (more parts would serve more workers at the cost of more
+// partial sums). Several passes, or noisy ones, are not split.
+func TestTileSplit(t *testing.T) {
+	var grid gradient.Settings
+	grid.Grid.Nodes = 64
+	for _, c := range []struct {
+		passes int
+		set    gradient.Settings
+		want   int
+	}{
+		{1, gradient.Settings{Exact: true}, 8},
+		{1, grid, 8},
+		{2, gradient.Settings{Exact: true}, 1},
+		{1, gradient.Settings{}, 1},
+		{1, grid, tileParts},
+	} {
+		if got := tileSplit(c.passes, c.set); got != c.want {
+			t.Errorf("%d passes, exact %v, grid nodes %d: %d parts, want %d", c.passes, c.set.Exact, c.set.Grid.Nodes, got, c.want)
 		}
 	}
 }
