@@ -336,6 +336,22 @@ func newDiscretisation(pts [][]float64, fine, base, u0, l []float64) (*discretis
 // checked after sampling (Discretisation.Residual).
 const discretisationDraws = 24
 
+// residualDraws returns the number K of the n draws the residual check
+// weighs, min(discretisationDraws, n), and which of them (from 0 to K−1)
+// it weighs first, every other one, and the rest, weighed only when
+// those leave a doubt (residualDoubt).
+func residualDraws(n int) (K int, half, rest []int) {
+	K = min(discretisationDraws, n)
+	for i := range K {
+		if i%2 == 0 {
+			half = append(half, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	return K, half, rest
+}
+
 // checkResidual sets Discretisation.Residual from post's draws: both
 // scorers at discretisationDraws evenly thinned draws, on the workers.
 func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
@@ -354,7 +370,7 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 	}
 	p, d := f.dim, len(post.Names)
 	n := len(us) / p
-	K := min(discretisationDraws, n)
+	K, half, rest := residualDraws(n)
 	at := func(i int) int { return i * n / K } // the i-th of K evenly thinned draws
 	corr := newDiscretised(nil, dc)
 	logw := make([]float64, K)
@@ -378,15 +394,6 @@ func (f *fit) checkResidual(ctx context.Context, post *Posterior) error {
 			}
 		}
 		return nil
-	}
-	// First every other draw; the rest only when those leave a doubt.
-	var half, rest []int
-	for i := range K {
-		if i%2 == 0 {
-			half = append(half, i)
-		} else {
-			rest = append(rest, i)
-		}
 	}
 	if err := weigh(half); err != nil {
 		return err

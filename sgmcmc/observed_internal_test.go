@@ -122,7 +122,11 @@ func TestFallbackWarning(t *testing.T) {
 // differences at jacobianPoints (p + 1 passes) against a fourth-order
 // reference, Richardson-extrapolated central differences with steps
 // 10⁻² and 5·10⁻³, both of the LGSSM's exact Kalman score over 2000
-// simulated observations. The error is about η/2 = 5·10⁻⁵ of J.
+// simulated observations. The error is about η/2 = 5·10⁻⁵ of J with
+// η = jacobianEta = 10⁻⁴, within the 10⁻³ of J the test allows; the error
+// grows with η (truncation), so η = 10⁻² (error about 5·10⁻³ of J) fails
+// it; a much smaller η would trade that truncation error for the
+// rounding error of the difference of two nearly equal scores.
 func TestForwardDiff(t *testing.T) {
 	m := models.LGSSM{}
 	u0 := []float64{math.Atanh(0.9), math.Log(0.7), math.Log(1)}
@@ -163,7 +167,7 @@ func TestForwardDiff(t *testing.T) {
 		worst = math.Max(worst, math.Abs(got[i]-ref))
 		top = math.Max(top, math.Abs(ref))
 	}
-	t.Logf("forward differences: largest error %.3g of the largest entry %.4g (relative %.2g)", worst, top, worst/top)
+	t.Logf("forward differences with step %g: largest error %.3g of the largest entry %.4g (relative %.2g)", jacobianEta, worst, top, worst/top)
 	if !(worst < 1e-3*top) {
 		t.Errorf("forward-difference Jacobian off by %.3g of %.4g", worst, top)
 	}

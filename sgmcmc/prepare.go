@@ -183,21 +183,9 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 // three Newton steps, of which only the first reads them all
 // (scoreTile).
 func (f *fit) newtonOnSubsets(ctx context.Context, u []float64, passes int, stream uint64) ([]float64, uint64, int, error) {
-	var levels []int
-	for n := subsetObs; f.deterministic() && f.total > 2*n; n *= 10 {
-		levels = append(levels, n)
-	}
-	if f.prepSubset() {
-		for len(levels) > 0 && levels[len(levels)-1] >= f.s.PrepObs {
-			levels = levels[:len(levels)-1]
-		}
-	}
+	levels := f.newtonLevels()
 	for _, n := range levels {
-		sub := f.subset(n)
-		// From diffObs observations on, a level reads its own subset
-		// once too (differences on a tenth of it, 100 blocks of 1000 at
-		// least).
-		sub.diffOK = sub.total >= diffObs
+		sub := f.newtonLevel(n)
 		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
 		var err error
 		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
@@ -211,6 +199,32 @@ func (f *fit) newtonOnSubsets(ctx context.Context, u []float64, passes int, stre
 	return u, stream, len(levels), nil
 }
 
+// newtonLevels returns the sizes of the subsets newtonOnSubsets runs
+// Newton on: subsetObs, 10·subsetObs, ... while less than half of f's
+// observations, with deterministic gradients only, and smaller than
+// PrepObs when the preparation uses a subset.
+func (f *fit) newtonLevels() []int {
+	var levels []int
+	for n := subsetObs; f.deterministic() && f.total > 2*n; n *= 10 {
+		levels = append(levels, n)
+	}
+	if f.prepSubset() {
+		for len(levels) > 0 && levels[len(levels)-1] >= f.s.PrepObs {
+			levels = levels[:len(levels)-1]
+		}
+	}
+	return levels
+}
+
+// newtonLevel returns the subset of about n observations of Newton's
+// level n. From diffObs observations on, a level reads its own subset
+// once too (differences on a tenth of it, 100 blocks of 1000 at least).
+func (f *fit) newtonLevel(n int) *fit {
+	sub := f.subset(n)
+	sub.diffOK = sub.total >= diffObs
+	return sub
+}
+
 // jacobianAt returns the Jacobian of the full-data score at u, from sf's
 // observations. Above jacobianObs observations it comes from a subset
 // of jacobianObs, scaled up: p + 1 full passes would dominate the
@@ -219,11 +233,16 @@ func (f *fit) newtonOnSubsets(ctx context.Context, u []float64, passes int, stre
 // within 0.7–5% of the full data's, and τ's posterior sd moved by 2.6%
 // (0.00334 vs 0.00343).
 func (f *fit) jacobianAt(ctx context.Context, sf *fit, u []float64, stream uint64) ([]float64, error) {
-	jf := sf
+	return f.jacobianFit(sf).jacobian(ctx, u, stream)
+}
+
+// jacobianFit returns the fit whose observations jacobianAt reads: sf,
+// or a subset of jacobianObs of f's when sf has more than twice as many.
+func (f *fit) jacobianFit(sf *fit) *fit {
 	if sf.total > 2*jacobianObs {
-		jf = f.subset(jacobianObs)
+		return f.subset(jacobianObs)
 	}
-	return jf.jacobian(ctx, u, stream)
+	return sf
 }
 
 // anchorPasses tiles sf's observations at u with the anchor's filter
@@ -242,7 +261,7 @@ func (f *fit) anchorPasses(ctx context.Context, sf *fit, u, l []float64, stream 
 	shift := func() float64 { return linalg.MaxAbs(linalg.LTrans(l, t.se)) }
 	for t.passes < f.s.AnchorPasses && shift() > 0.1 {
 		need := int(math.Ceil(float64(t.passes) * math.Pow(shift()/0.1, 2)))
-		more := min(max(need-t.passes, anchorBatch), f.s.AnchorPasses-t.passes)
+		more := morePasses(need-t.passes, t.passes, f.s.AnchorPasses)
 		o, err := sf.tile(ctx, u, more, stream, f.aset)
 		if err != nil {
 			return nil, stream, err
@@ -267,7 +286,7 @@ func (f *fit) biasCorrection(ctx context.Context, sf *fit, u, l []float64, t, ow
 	}
 	setCorr()
 	for own.passes < f.s.AnchorPasses && linalg.MaxAbs(linalg.LTrans(l, corrSE)) > 0.1 {
-		more := min(max(own.passes, anchorBatch), f.s.AnchorPasses-own.passes)
+		more := morePasses(own.passes, own.passes, f.s.AnchorPasses)
 		o, err := sf.tile(ctx, u, more, stream, f.gset)
 		if err != nil {
 			return err
@@ -472,3 +491,10 @@ func (f *fit) thin(n int) *fit {
 // refinement adds: a constant, not Workers, so that the number of passes,
 // and the draws, do not depend on the machine.
 const anchorBatch = 2
+
+// morePasses returns the passes a round of the anchor's (or the bias
+// correction's) refinement adds: want, at least anchorBatch, and no more
+// than take the have passes so far to limit.
+func morePasses(want, have, limit int) int {
+	return min(max(want, anchorBatch), limit-have)
+}

@@ -333,7 +333,7 @@ func (f *fit) extend(ctx context.Context, s *sampling, seg int, trace *Trace) bo
 				return true
 			}
 			s.spreadAt = s.done
-			if k, _ := s.spread.off(); k < 0 {
+			if s.spread.off() < 0 {
 				f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(s.spread), s.spread.ess)
 				return true
 			}

@@ -28,8 +28,8 @@ func TestSpreadOff(t *testing.T) {
 		{"at spreadZ SE", []float64{0.8}, []float64{0.2 / spreadZ}, -1},
 	} {
 		r := &spreadResult{ratio: c.ratio, se: c.se}
-		if k, narrow := r.off(); k != c.want || (k >= 0 && !narrow) {
-			t.Errorf("%s: off() = %d (narrow %v), want %d", c.name, k, narrow, c.want)
+		if k := r.off(); k != c.want {
+			t.Errorf("%s: off() = %d, want %d", c.name, k, c.want)
 		}
 	}
 }

@@ -43,17 +43,19 @@ type spreadResult struct {
 	draws     int
 }
 
-// off returns the parameter whose chains' sd is furthest beyond the
-// tolerance, significantly (−1: none), and whether it is too narrow.
-func (r *spreadResult) off() (k int, narrow bool) {
+// off returns the parameter whose chains' sd is furthest short of the
+// importance-sampling sd beyond the tolerance, significantly (−1: none).
+// Only a short spread counts (a ratio below 1/(1+spreadTol) < 1), so a
+// parameter it returns is always one whose chains are too narrow.
+func (r *spreadResult) off() int {
 	k, worst := -1, 0.0
 	for j, q := range r.ratio {
 		d := math.Abs(math.Log(q))
 		if q < 1/(1+spreadTol) && 1-q > spreadZ*r.se[j] && d > worst {
-			k, worst, narrow = j, d, q < 1
+			k, worst = j, d
 		}
 	}
-	return k, narrow
+	return k
 }
 
 // spreadDraws returns the log posteriors a spread check may cost (0: it
@@ -68,6 +70,17 @@ func (f *fit) spreadDraws() int {
 		return 0
 	}
 	return min(n, spreadMax)
+}
+
+// spreadProposal returns the spread check's proposal for chains of mean
+// mean and covariance LLᵀ: an equal mixture of t's at mean, one with
+// scale L and one spreadWiden times as wide (weight spreadWideShare).
+func spreadProposal(mean, l []float64) *tmix.Mixture {
+	wide := make([]float64, len(l))
+	for i, v := range l {
+		wide[i] = spreadWiden * v
+	}
+	return tmix.New([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
 }
 
 // spreadCheck runs the spread check on the chains' draws us (per chain,
@@ -110,11 +123,7 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 	if err != nil {
 		return nil, fmt.Errorf("the chains' covariance: %w", err)
 	}
-	wide := make([]float64, len(l))
-	for i, v := range l {
-		wide[i] = spreadWiden * v
-	}
-	q := tmix.New([]float64{1 - spreadWideShare, spreadWideShare}, [][]float64{mean, mean}, [][]float64{l, wide})
+	q := spreadProposal(mean, l)
 	rng := rand.New(rand.NewPCG(f.s.Seed^spreadSeedXor, stream))
 	xs := make([][]float64, n)
 	s := make([]float64, p)
@@ -167,20 +176,16 @@ func (f *fit) spreadCheck(ctx context.Context, us [][]float64, n int, stream uin
 // spreadWarning returns the warning for a spread check that found the
 // chains' spread of parameter k off ("" for none).
 func spreadWarning(r *spreadResult, names []string) string {
-	k, narrow := r.off()
+	k := r.off()
 	if k < 0 {
 		return ""
-	}
-	way := "narrower"
-	if !narrow {
-		way = "wider"
 	}
 	name := fmt.Sprintf("u[%d]", k)
 	if len(names) == len(r.ratio) {
 		name = names[k]
 	}
-	return fmt.Sprintf("the chains' spread of %s (in its unconstrained coordinate) is %.2f ± %.2f times an importance-sampling check's (%d log posteriors from a proposal twice as wide, ESS %.0f): %s than the posterior's; run longer (Iterations, MinIterations)",
-		name, r.ratio[k], r.se[k], r.draws, r.ess, way)
+	return fmt.Sprintf("the chains' spread of %s (in its unconstrained coordinate) is %.2f ± %.2f times an importance-sampling check's (%d log posteriors from a proposal twice as wide, ESS %.0f): narrower than the posterior's; run longer (Iterations, MinIterations)",
+		name, r.ratio[k], r.se[k], r.draws, r.ess)
 }
 
 // fmtRatios formats a spread check's ratios with their standard errors.

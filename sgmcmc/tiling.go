@@ -83,15 +83,23 @@ func workerPool(n, workers int, newWorker func() func(int) error) error {
 // differed in the 15th digit between GOMAXPROCS 1 and 2).
 const tileParts = 8
 
+// tileSplit returns the number of parts each of passes tiling passes
+// with set is split into: tileParts for a single pass of a deterministic
+// estimator (a long series' exact score, read once), else 1 (the passes
+// themselves keep the workers busy).
+func tileSplit(passes int, set gradient.Settings) int {
+	if passes == 1 && (set.Exact || set.Grid.Nodes > 0) {
+		return tileParts
+	}
+	return 1
+}
+
 // tile runs passes tiling passes at u on the workers, with random offsets;
 // a single pass of a deterministic estimator is split into tileParts, so
 // that a long series' exact score takes about 1/Workers of the time.
 func (f *fit) tile(ctx context.Context, u []float64, passes int, stream uint64, set gradient.Settings) (*tiling, error) {
 	p := f.dim
-	parts := 1
-	if passes == 1 && (set.Exact || set.Grid.Nodes > 0) {
-		parts = tileParts
-	}
+	parts := tileSplit(passes, set)
 	type partial struct {
 		g, fi, sum []float64
 		blk        []float64 // on a subset: the score summed per block (sequence)

@@ -132,9 +132,8 @@ func TestSpreadCheckBounds(t *testing.T) {
 		{"wide", 1.30, 0.01, -1},
 	} {
 		r := &spreadResult{ratio: []float64{1, c.ratio}, se: []float64{0.01, c.se}}
-		k, narrow := r.off()
-		if want := c.want; (want == 0 && (k != 1 || !narrow)) || (want == -1 && k != -1) {
-			t.Errorf("%s: off() = %d, %v", c.name, k, narrow)
+		if k, want := r.off(), c.want; (want == 0 && k != 1) || (want == -1 && k != -1) {
+			t.Errorf("%s: off() = %d", c.name, k)
 		}
 	}
 	for _, c := range []struct {

@@ -151,7 +151,10 @@ const (
 // (GARCH: 31 for 19), so that p(p−1)/2 + 2 residuals are left to
 // cross-validate the fit, and the fit without any one point is still
 // determined.
-func QuadDesign(p int) [][]float64 {
+func QuadDesign(p int) [][]float64 { return quadDesign(p, QuadRadius) }
+
+// quadDesign is QuadDesign with radius r for the quadratic's points.
+func quadDesign(p int, r float64) [][]float64 {
 	zs := [][]float64{make([]float64, p)}
 	add := func(idx []int, v float64) {
 		for _, s := range []float64{1, -1} {
@@ -163,18 +166,18 @@ func QuadDesign(p int) [][]float64 {
 		}
 	}
 	for k := range p {
-		add([]int{k}, QuadRadius)
+		add([]int{k}, r)
 	}
 	for j := range p {
 		for k := j + 1; k < p; k++ {
-			add([]int{j, k}, QuadRadius/math.Sqrt2)
+			add([]int{j, k}, r/math.Sqrt2)
 		}
 	}
 	all := make([]int, p)
 	for k := range all {
 		all[k] = k
 	}
-	add(all, QuadRadius/(2*math.Sqrt(float64(p))))
+	add(all, r/(2*math.Sqrt(float64(p))))
 	for k := range p {
 		add([]int{k}, QuadFar)
 	}

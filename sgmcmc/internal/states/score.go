@@ -112,11 +112,16 @@ func LogMeanExp(l []float64) (lme, se, ess float64) {
 	return lme, se, ess
 }
 
+// logLikRuns is the number of independent particle filters LogLik
+// averages: each costs a pass of 4·PF.N particles, and the standard
+// error falls as 1/√logLikRuns.
+const logLikRuns = 8
+
 // LogLik returns an estimate of log p(y | u) over the sequences and its
 // standard error: exact (se 0) for a model with an ssm.ExactScorer
-// (unless Particles); otherwise the log of the mean of 8 independent
-// particle-filter estimates, each unbiased for p(y | u), with 4·PF.N
-// particles, and the delta-method standard error of that log-mean.
+// (unless Particles); otherwise the log of the mean of logLikRuns
+// independent particle-filter estimates, each unbiased for p(y | u), with
+// 4·PF.N particles, and the delta-method standard error of that log-mean.
 func (r *Run) LogLik(ctx context.Context, seqs []ssm.Sequence, u []float64) (ll, se float64, err error) {
 	if ex, ok := r.model.(ssm.ExactScorer); ok && !r.s.Particles {
 		for _, seq := range seqs {
@@ -128,9 +133,8 @@ func (r *Run) LogLik(ctx context.Context, seqs []ssm.Sequence, u []float64) (ll,
 		}
 		return ll, 0, nil
 	}
-	const runs = 8
-	lls := make([]float64, runs)
-	err = r.forEach(ctx, runs, func(_, i int) error {
+	lls := make([]float64, logLikRuns)
+	err = r.forEach(ctx, logLikRuns, func(_, i int) error {
 		k, err := r.model.Bind(u)
 		if err != nil {
 			return err
