@@ -97,6 +97,9 @@ var cases = []testCase{
 		Args:    []string{"-model", "garch", "-data", "testdata/sp500_returns.csv"},
 		Ref:     filepath.Join(refDir, "ref_garch_sp500.json"),
 		RefNote: "quadrature-filter likelihood (14 points, within 0.004 nats of 512 σ² nodes), importance sampling"},
+	{Name: "msv-sim", Title: "Bivariate SV, simulated (φ 0.95, 0.9; σ 0.2, 0.3; ρ 0.5; τ 1, 0.8)", T: 2000,
+		Args: []string{"-model", "msv", "-data", "testdata/msv_sim2.csv"},
+		Ref:  filepath.Join(refDir, "ref_msv_sim2.json"), RefNote: "Stan NUTS on the same model and prior, the latent states sampled jointly"},
 	{Name: "svm-sim1e6", Title: "SVM, simulated, T = 10⁶ (memory-mapped binary)", T: 1000000, Long: true,
 		Setup: func(tmp string, bin binaries) error {
 			return runQuiet(bin.simulate, "-model", "svm", "-T", "1000000", "-params", "0.97,0.2,1", "-out", filepath.Join(tmp, "svm1e6.bin"))

@@ -15,7 +15,7 @@
 //
 // Stream, threshold and format constants are fixed by the draws and the
 // files they define; tuning constants should each have a test that shows
-// their effect (issue 42, point 3). The command prints the counts and the
+// their effect. The command prints the counts and the
 // tuning constants that no test names; -all prints every constant.
 //
 // A test "names" a constant when a _test.go file of the constant's own
