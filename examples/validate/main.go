@@ -93,13 +93,13 @@ var cases = []testCase{
 	{Name: "garch-dax", Title: "GARCH(1,1) with noise, DAX daily returns", T: 1859, Figures: true,
 		Args: []string{"-model", "garch"},
 		Ref:  filepath.Join(refDir, "ref_garch_dax.json"), RefNote: "σ² grid-filter likelihood (Richardson from G = 100, 200), importance sampling"},
+	{Name: "msv-sim", Title: "Bivariate SV, simulated (φ 0.95, 0.9; σ 0.2, 0.3; ρ 0.5; τ 1, 0.8)", T: 2000,
+		Args: []string{"-model", "msv", "-data", "testdata/msv_sim2.csv"},
+		Ref:  filepath.Join(refDir, "ref_msv_sim2.json"), RefNote: "Stan NUTS on the same model and prior, the latent states sampled jointly"},
 	{Name: "garch-sp500", Title: "GARCH(1,1) with noise, S&P 500 daily returns", T: 17055, Long: true,
 		Args:    []string{"-model", "garch", "-data", "testdata/sp500_returns.csv"},
 		Ref:     filepath.Join(refDir, "ref_garch_sp500.json"),
 		RefNote: "quadrature-filter likelihood (14 points, within 0.004 nats of 512 σ² nodes), importance sampling"},
-	{Name: "msv-sim", Title: "Bivariate SV, simulated (φ 0.95, 0.9; σ 0.2, 0.3; ρ 0.5; τ 1, 0.8)", T: 2000,
-		Args: []string{"-model", "msv", "-data", "testdata/msv_sim2.csv"},
-		Ref:  filepath.Join(refDir, "ref_msv_sim2.json"), RefNote: "Stan NUTS on the same model and prior, the latent states sampled jointly"},
 	{Name: "svm-sim1e6", Title: "SVM, simulated, T = 10⁶ (memory-mapped binary)", T: 1000000, Long: true,
 		Setup: func(tmp string, bin binaries) error {
 			return runQuiet(bin.simulate, "-model", "svm", "-T", "1000000", "-params", "0.97,0.2,1", "-out", filepath.Join(tmp, "svm1e6.bin"))
