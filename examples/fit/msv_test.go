@@ -151,7 +151,7 @@ func TestMSVFit(t *testing.T) {
 	states := filepath.Join(dir, "states.csv")
 	start := time.Now()
 	o, out := runJSON(t, "-model", "msv", "-data", path, "-cols", "us,eu", "-states", states, "-forecast", "2", "-state-draws", "10",
-		"-N", "100", "-warmup", "100", "-adapt", "200", "-chains", "2", "-ksd", "8", "-q")
+		"-N", "100", "-warmup", "100", "-adapt", "200", "-chains", "2", "-ksd", "8", "-q", "-seed", "2")
 	t.Logf("fit in %.1f s: gradient %s, step %.3g", time.Since(start).Seconds(), o.Gradient, o.Step)
 	names := []string{"phi1", "phi2", "sigma1", "sigma2", "rho", "tau1", "tau2"}
 	if !slices.Equal(m.ParamNames(), names) || !slices.Equal(o.Series, []string{"us", "eu"}) {
