@@ -54,7 +54,7 @@ type fit struct {
 	scale      float64                      // nonzero in a subset's fit: its scores are scaled by it
 	warm       []float64                    // the warm-up's end
 	log        func(format string, a ...any)
-	prepWall   time.Duration // wall time before the sampling (MaxTime counts it)
+	start      time.Time // when Fit was called (MaxTime counts from it)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
@@ -230,7 +230,19 @@ func Fit(ctx context.Context, model ssm.Model, data ssm.Dataset, s FitSettings) 
 		}
 	}
 	f.say("preparing: finding the posterior mode and measuring the gradient noise")
-	if err := f.prepare(ctx); err != nil {
+	// A time budget stops the preparation at its end, unless a
+	// checkpoint is to keep the finished preparation for a resume.
+	f.start = start
+	pctx := ctx
+	if s.Checkpoint == "" {
+		var cancel context.CancelFunc
+		pctx, cancel = f.budgetContext(ctx)
+		defer cancel()
+	}
+	if err := f.prepare(pctx); err != nil {
+		if ctx.Err() == nil && overBudget(pctx) {
+			return nil, f.prepOverBudget(time.Since(start))
+		}
 		return nil, err
 	}
 	f.say("prepared in %.1f s; sampling by %s", f.prep.Seconds, f.pathWords())

@@ -81,6 +81,18 @@ type sampling struct {
 	spread    *spreadResult // the spread check's outcome (tailcheck.go)
 	spreadAt  int           // and the iterations per chain it saw
 	done      int           // iterations per chain so far
+	budgetHit bool          // the time budget ended the sampling
+}
+
+// prepOverBudget is the error of a fit whose preparation spent the time
+// budget MaxTime (in wall time used).
+func (f *fit) prepOverBudget(used time.Duration) error {
+	saved := ""
+	if f.s.Checkpoint != "" {
+		saved = fmt.Sprintf("; the preparation is saved in %s.prep and the same call resumes from it", f.s.Checkpoint)
+	}
+	return fmt.Errorf("sgmcmc: the time budget (MaxTime %v) was spent by the preparation (%v), before any draw%s",
+		f.s.MaxTime, used.Round(time.Millisecond), saved)
 }
 
 // sample adapts the metric, runs the chains and builds the posterior.
@@ -101,16 +113,23 @@ type sampling struct {
 // chains (4 chains on 2 workers: two waves of half of it), so a fit
 // that does not reach it runs as it would without one.
 func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
-	f.prepWall = time.Since(start) // MaxTime counts the preparation too
-	if f.s.MaxTime > 0 && f.prepWall >= f.s.MaxTime {
-		saved := ""
-		if f.s.Checkpoint != "" {
-			saved = fmt.Sprintf("; the preparation is saved in %s.prep and the same call resumes from it", f.s.Checkpoint)
-		}
-		return nil, fmt.Errorf("sgmcmc: the time budget (MaxTime %v) was spent by the preparation (%v), before any draw%s",
-			f.s.MaxTime, f.prepWall.Round(time.Millisecond), saved)
+	f.start = start // MaxTime counts the preparation too
+	if used := time.Since(start); f.s.MaxTime > 0 && used >= f.s.MaxTime {
+		return nil, f.prepOverBudget(used)
 	}
-	if err := f.ensureAdapted(ctx); err != nil {
+	// The budget's context: for the adaptation, which ends the
+	// preparation (unless a checkpoint is to keep it), and the checks
+	// after sampling. The chains have Runtime instead (chainBudget).
+	bctx, cancel := f.budgetContext(ctx)
+	defer cancel()
+	actx := ctx
+	if f.s.Checkpoint == "" {
+		actx = bctx
+	}
+	if err := f.ensureAdapted(actx); err != nil {
+		if ctx.Err() == nil && overBudget(actx) {
+			return nil, f.prepOverBudget(time.Since(start))
+		}
 		return nil, err
 	}
 	s := f.planSampling()
@@ -123,16 +142,20 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ended = f.checkSegment(s, seg, trace) || f.extend(ctx, s, seg, trace); !ended && f.s.Checkpoint != "" {
+		ended = f.checkSegment(s, seg, trace) || f.extend(ctx, s, seg, trace)
+		if !ended && f.chainBudget() < 0 { // spent between segments (refits, checks)
+			ended, s.budgetHit = true, true
+		}
+		if !ended && f.s.Checkpoint != "" {
 			if err := f.saveSegments(s, seg); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := f.collect(ctx, s); err != nil {
+	if err := f.collect(bctx, s); err != nil {
 		return nil, err
 	}
-	f.warnings(ctx, s)
+	f.warnings(bctx, s)
 	s.post.Total = time.Since(start)
 	return s.post, nil
 }
@@ -233,7 +256,7 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 	}
 	st := Settings{
 		Iterations:  s.iters,
-		Runtime:     f.chainBudget(f.prepWall + post.Sampling),
+		Runtime:     f.segmentRuntime(),
 		Thin:        f.s.Thin,
 		Schedule:    Constant(s.h),
 		Chains:      f.s.Chains,
@@ -299,8 +322,9 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	}
 	s.stay, s.stayChain = longestStay(segU, f.dim)
 	s.stuck = f.prep.Gradient == FullGradient && stuckStay(s.stay, s.iters)
+	s.budgetHit = s.res.Status == RuntimeLimit || f.chainBudget() < 0
 	return f.extensionsSpent(seg, s.lastSeg, s.done) || s.runErr != nil || s.stopped > 0 ||
-		f.s.Iterations != 0 || f.budgetSpent(s.res, s.post)
+		f.s.Iterations != 0 || s.budgetHit
 }
 
 // extensionsSpent reports whether segment seg (of lastSeg planned, done
@@ -377,12 +401,16 @@ func (f *fit) collect(ctx context.Context, s *sampling) error {
 	// The spread check on the final draws, unless it already passed on
 	// them: a fixed Iterations, a checkpoint, a cap or an extension after
 	// a failed check end here.
-	if n := f.spreadDraws(); n > 0 && ctx.Err() == nil && s.done > s.spreadAt {
-		if r, err := f.spreadCheck(ctx, post.U, n, spreadFinalStream); err == nil {
+	if n := f.spreadDraws(); n > 0 && s.done > s.spreadAt {
+		r, err := f.spreadCheck(ctx, post.U, n, spreadFinalStream)
+		if err == nil {
 			s.spread = r
 			f.log("spread check: chains' sds %s times an importance-sampling check's (ESS %.0f)", fmtRatios(r), r.ess)
 		} else {
 			f.log("spread check not run: %v", err)
+		}
+		if overBudget(ctx) {
+			post.Warnings = append(post.Warnings, "the spread check after sampling was not run: the time budget (MaxTime) ran out")
 		}
 	}
 	if s.spread != nil {
@@ -448,7 +476,7 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 	switch {
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 		post.Warnings = append(post.Warnings, fmt.Sprintf("interrupted after %s iterations per chain: the summary uses the %d draws kept so far", post.iterationRange(), post.Draws()))
-	case f.budgetSpent(s.res, post):
+	case s.budgetHit:
 		post.Warnings = append(post.Warnings, fmt.Sprintf("time budget (%v for the whole fit) reached after %s of the %d planned iterations per chain", f.s.MaxTime, post.iterationRange(), s.done))
 	case runErr != nil && s.stopped == 0:
 		post.Warnings = append(post.Warnings, "run: "+strings.ReplaceAll(runErr.Error(), "\n", "; "))
@@ -492,33 +520,73 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("the full-data score at the mode is imprecise: its error may shift the mean by %.2f posterior sd (%s)", pr.ShiftSD, fix))
 	}
 	post.summarize()
-	if dc := post.Preparation.dc; dc != nil && ctx.Err() == nil {
+	if dc := post.Preparation.dc; dc != nil && !interrupted(ctx) {
 		if err := f.checkResidual(ctx, post); err != nil {
-			post.Warnings = append(post.Warnings, "discretisation correction not checked after sampling: "+err.Error())
+			post.Warnings = append(post.Warnings, "discretisation correction not checked after sampling: "+budgetWords(ctx, err))
 		}
 		if w := residualWarning(dc, post.Names, f.refineHint()); w != "" {
 			post.Warnings = append(post.Warnings, w)
 		}
 	}
-	if f.s.KSDDraws > 0 && ctx.Err() == nil {
+	if f.s.KSDDraws > 0 && !interrupted(ctx) {
 		k, err := f.ksd(ctx, post)
 		if err != nil {
-			post.Warnings = append(post.Warnings, "KSD not computed: "+err.Error())
+			post.Warnings = append(post.Warnings, "KSD not computed: "+budgetWords(ctx, err))
 		}
 		post.KSD = k
 	}
 }
 
+// segmentRuntime is Settings.Runtime for the next segment: chainBudget,
+// or 1 ns (no draw) when the budget is spent.
+func (f *fit) segmentRuntime() time.Duration {
+	if b := f.chainBudget(); b >= 0 {
+		return b
+	}
+	return 1
+}
+
+// budgetContext returns ctx ending at the time budget's deadline
+// (MaxTime after f.start), or ctx itself without a budget.
+func (f *fit) budgetContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f.s.MaxTime == 0 {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, f.start.Add(f.s.MaxTime))
+}
+
+// overBudget reports whether ctx, a budget's context, ended at its
+// deadline.
+func overBudget(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// interrupted reports whether ctx was cancelled other than by the time
+// budget: the caller stopped the fit, and its checks are skipped.
+func interrupted(ctx context.Context) bool {
+	return ctx.Err() != nil && !overBudget(ctx)
+}
+
+// budgetWords is err's text, or the time budget's when it cut the check
+// short.
+func budgetWords(ctx context.Context, err error) string {
+	if overBudget(ctx) {
+		return "the time budget (MaxTime) ran out"
+	}
+	return err.Error()
+}
+
 // chainBudget returns the compute time each chain of the next sampling
-// segment may take (Settings.Runtime) under the time budget MaxTime,
-// after sampling that took used: what is left over the number of waves
-// in which Workers run Chains. 0 without a budget, negative when it is
+// segment may take (Settings.Runtime) under the time budget MaxTime: what
+// is left of it since the fit started (preparation, earlier segments and
+// the refits and checks between them), over the number of waves in
+// which Workers run Chains. 0 without a budget, negative when it is
 // spent.
-func (f *fit) chainBudget(used time.Duration) time.Duration {
+func (f *fit) chainBudget() time.Duration {
 	if f.s.MaxTime == 0 {
 		return 0
 	}
-	left := f.s.MaxTime - used
+	left := f.s.MaxTime - time.Since(f.start)
 	if left <= 0 {
 		return -1
 	}
@@ -526,12 +594,6 @@ func (f *fit) chainBudget(used time.Duration) time.Duration {
 	// At least 1 ns: Runtime 0 would mean no budget (MaxTime = 1 ns ran
 	// every planned iteration).
 	return max(left/time.Duration(waves), 1)
-}
-
-// budgetSpent reports whether the time budget stopped the sampling: a
-// segment's chains ran out of their share, or no time is left.
-func (f *fit) budgetSpent(res *Result, post *Posterior) bool {
-	return res.Status == RuntimeLimit || f.chainBudget(f.prepWall+post.Sampling) < 0
 }
 
 // segmented passes a user's recorder the draws of every sampling segment
