@@ -79,6 +79,17 @@ const (
 // three Gauss–Hermite refits.
 const laplaceRefits = 3
 
+// laplaceMaxLog bounds |log ĝ(y)| and |log mean w|, whose sum is the
+// estimate: float64 rounds it to about 2.2·10⁻¹⁶ times their size, 0.002
+// nats at 10¹³. Far from the posterior (MSV{D: 2} with σ₂ = 164, τ₁ =
+// 1262, ρ = 0.999998) a Gauss–Hermite refit on marginals thousands wide
+// gave log ĝ = 3.2·10¹⁷⁵ and log mean w = −3.2·10¹⁷⁵, and their sum,
+// ±7·10¹⁵⁹, was rounding alone: a chain that proposed it kept it. A
+// refit beyond the bound is refused (refitGH), and an estimate with a
+// term beyond it is an error, which a chain takes as a rejection
+// (TestLaplaceRounding).
+const laplaceMaxLog = 1e13
+
 // laplaceResample is the fraction of Paths below which the weights' ESS
 // makes the backward sweep resample. On MSV{D: 2} at the DAX/CAC 40
 // posterior (φ ≈ 0.6, σ ≈ 0.7, ρ ≈ 0.998; T = 1,859), where the Gaussian
@@ -279,6 +290,9 @@ func (l *Laplace) window(grad []float64, k ssm.Kernel, ec ssm.EmissionCurvature,
 	ll := lnG + lme
 	if math.IsNaN(ll) || math.IsInf(ll, 0) {
 		return 0, fmt.Errorf("%w: log-likelihood %v", ErrNonFinite, ll)
+	}
+	if !(math.Abs(lnG) <= laplaceMaxLog && math.Abs(lme) <= laplaceMaxLog) {
+		return 0, fmt.Errorf("%w: log-likelihood %.3g from terms beyond float64's resolution (log ĝ %.3g, log mean weight %.3g; at most %g)", ErrNonFinite, ll, lnG, lme, laplaceMaxLog)
 	}
 	if grad != nil {
 		for j, v := range gs {

@@ -114,7 +114,7 @@ func (w *laplaceWork) refitGH(k ssm.Kernel, seq ssm.Sequence, win ssm.Window, n 
 		}
 	}
 	next, err := w.filter(n)
-	if err != nil || math.IsNaN(next) || math.IsInf(next, 0) {
+	if err != nil || !(math.Abs(next) <= laplaceMaxLog) { // NaN, ±Inf, or rounding only
 		copy(w.cs, w.cs0)
 		copy(w.hvec, w.hv0)
 		copy(w.lam, w.lam0)

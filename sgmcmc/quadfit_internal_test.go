@@ -220,3 +220,56 @@ func TestCorrectionTrust(t *testing.T) {
 		}
 	}
 }
+
+// TestCorrectionHold: a diagonal correction (fitted at ± one sd) holds
+// each positive curvature b_k at its value at |z_k| = quadTrust beyond
+// it, and keeps a negative one and the tilt as they are: with b = (0.3,
+// −0.4, 0.04) the correction at z_0 = 15 is 0.4·15 + ½·0.3·quadTrust²
+// instead of 0.4·15 + ½·0.3·15², which at b = 0.04 along ρ let a
+// bivariate SV fit's chains run to ρ, φ → 1. Its gradient agrees with
+// central differences everywhere.
+func TestCorrectionHold(t *testing.T) {
+	const p = 3
+	dc := &discretisation{
+		Mode:  []float64{1, -2, 0.5},
+		Chol:  []float64{0.5, 0, 0, 0.1, 0.3, 0, -0.2, 0.05, 0.8},
+		Tilt:  []float64{0.4, -0.3, 1.2},
+		Curve: []float64{0.3, -0.4, 0.04},
+	}
+	d := newDiscretised(nil, dc)
+	rng := rand.New(rand.NewPCG(3, 4))
+	at := func(z []float64) []float64 { return linalg.LMul(dc.Mode, dc.Chol, z) }
+	for _, scale := range []float64{0.5, 2, 5, 15} {
+		z := make([]float64, p)
+		for i := range z {
+			z[i] = scale * rng.NormFloat64()
+		}
+		if scale == 15 {
+			z = []float64{15, -15, 15}
+		}
+		u := at(z)
+		grad := make([]float64, p)
+		v := d.correction(grad, u)
+		want := 0.0
+		for k, b := range dc.Curve {
+			zk := z[k]
+			if b > 0 && math.Abs(zk) > quadTrust {
+				zk = math.Copysign(quadTrust, zk)
+			}
+			want += dc.Tilt[k]*z[k] + 0.5*b*zk*zk
+		}
+		if math.Abs(v-want) > 1e-9*(1+math.Abs(want)) {
+			t.Errorf("z = %.3v: correction %v, want %v", z, v, want)
+		}
+		for i := range p {
+			const h = 1e-6
+			up, dn := append([]float64(nil), u...), append([]float64(nil), u...)
+			up[i] += h
+			dn[i] -= h
+			fd := (d.correction(nil, up) - d.correction(nil, dn)) / (2 * h)
+			if math.Abs(fd-grad[i]) > 1e-5*(1+math.Abs(fd)) {
+				t.Errorf("z = %.3v: ∂/∂u_%d = %v, central difference %v", z, i, grad[i], fd)
+			}
+		}
+	}
+}
