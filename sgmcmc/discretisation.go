@@ -24,7 +24,9 @@ import (
 // scorer's posterior times exp(Σ_k a_k z_k + ½ b_k z_k²): the finer
 // scorer's, to second order along each axis, at the coarse one's cost (a
 // control variate for the discretisation). A curvature |b_k| > 0.5 is not
-// applied (the Posterior warns). What it did is reported through its
+// applied (the Posterior warns), and a positive one is held at its value
+// at |z_k| = quadTrust beyond it (fitted at ± one sd, it would lift the
+// tail farther out). What it did is reported through its
 // DiscretisationReport (Preparation.Discretisation); the rest is the
 // chains' machinery, saved with a checkpoint's preparation.
 type discretisation struct {
