@@ -322,7 +322,7 @@ func (f *fit) checkSegment(s *sampling, seg int, trace *Trace) bool {
 	}
 	s.stay, s.stayChain = longestStay(segU, f.dim)
 	s.stuck = f.prep.Gradient == FullGradient && stuckStay(s.stay, s.iters)
-	s.budgetHit = s.res.Status == RuntimeLimit || f.chainBudget() < 0
+	s.budgetHit = s.res != nil && s.res.Status == RuntimeLimit || f.chainBudget() < 0
 	return f.extensionsSpent(seg, s.lastSeg, s.done) || s.runErr != nil || s.stopped > 0 ||
 		f.s.Iterations != 0 || s.budgetHit
 }
