@@ -37,6 +37,9 @@ func gapCase(t testing.TB) lgssmCase {
 //     keeps the initial term (again exactly 0 in expectation),
 //   - a window ending just after the leading gap.
 func TestLongGaps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long gaps filtered by particles: long test")
+	}
 	c := gapCase(t)
 	wins := []struct {
 		name string

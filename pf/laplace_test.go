@@ -190,6 +190,9 @@ func TestLaplaceSmooth(t *testing.T) {
 // either side of the change (it jumps there by about the estimate's
 // spread, 0.37 on this series).
 func TestLaplaceBlocksSmooth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("second differences of blocked estimates: long test")
+	}
 	m := models.MSV{D: 2}
 	u, err := m.Params([]float64{0.62, 0.3}, []float64{0.7, 0.7}, []float64{0.9}, []float64{0.8, 0.9})
 	if err != nil {

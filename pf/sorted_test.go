@@ -17,6 +17,9 @@ import (
 // and the ancestral smoother, agrees with the exact Kalman expectation
 // within 4 standard errors of 20 replications.
 func TestSortedLGSSM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replications of sorted filters: long test")
+	}
 	c := newLGSSMCase(t)
 	w := ssm.Window{Start: 100, End: 140, KeepStart: 105, KeepEnd: 135}
 	_, want := c.exact(t, w)
@@ -39,6 +42,9 @@ func TestSortedLGSSM(t *testing.T) {
 // at least 100 times smaller sorted than unsorted (measured: 342 times;
 // what remains sorted is about the smooth change (∇g·δ)²).
 func TestSortedContinuity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sorted filters over many seeds: long test")
+	}
 	c := newLGSSMCase(t)
 	w := ssm.Window{Start: 100, End: 160, KeepStart: 110, KeepEnd: 150}
 	u2 := append([]float64(nil), c.u...)

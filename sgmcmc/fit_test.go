@@ -508,14 +508,14 @@ func TestFitPrepObsSmall(t *testing.T) {
 // warning) carry none.
 func TestFitNewtonWarning(t *testing.T) {
 	if testing.Short() {
-		t.Skip("4 s")
+		t.Skip("7 s")
 	}
 	y := slices.Clone(lgssmSim(t).Sequences[0].Y[:500])
 	for i := range y {
 		y[i] *= 0.001
 	}
 	post, err := sgmcmc.Fit(context.Background(), models.SVM{Prior: models.DefaultSVMPrior()}, ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y}}},
-		sgmcmc.FitSettings{Seed: 1, Iterations: 20, KSDDraws: -1})
+		sgmcmc.FitSettings{Seed: 1, Iterations: 20, AdaptWindow: 50, KSDDraws: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
