@@ -63,6 +63,13 @@ func BenchmarkFilter(b *testing.B) {
 	b.Run(fmt.Sprintf("svm/N=1000/W=%d", w.End-w.Start), func(b *testing.B) {
 		benchRun(b, pf.Settings{N: 1000}, k, d, seq, w)
 	})
+	// The control-variate chains' filter with FitSettings.CVParticles:
+	// the forward-only smoother (N² pairs per row) with sorted resampling.
+	for _, n := range []int{50, 100, 200} {
+		b.Run(fmt.Sprintf("svm/forward-only/sorted/N=%d/W=%d", n, w.End-w.Start), func(b *testing.B) {
+			benchRun(b, pf.Settings{N: n, Smoother: pf.ForwardOnly, Sorted: true}, k, d, seq, w)
+		})
+	}
 }
 
 // BenchmarkSmoothers times every smoother on the LGSSM (guided and

@@ -2,6 +2,7 @@ package sgmcmc
 
 import (
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
+	"github.com/pbsgmcmc/pbsgmcmc/pf"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -18,13 +19,20 @@ import (
 // 2-core machine (go test -run XXX -bench 'Filter|GridWindow' ./pf, and
 // the fits' own probes):
 //   - a particle filter: particleStepNS per particle and state dimension
-//     (BenchmarkFilter: 1.24 ms for 1,000 particles over 60 rows);
+//     (BenchmarkFilter: 1.24 ms for 1,000 particles over 60 rows), and
+//     with the forward-only smoother (FitSettings.CVParticles) pairStepNS
+//     more per pair of particles and state dimension: its statistic sums
+//     over all N² pairs of every row (BenchmarkFilter's forward-only
+//     cases, sorted resampling, against the 1,000-particle filter on the
+//     same machine, the means of two runs: N = 50 2.1 times its time,
+//     N = 100 8.0, N = 200 33; measured for a scalar state);
 //   - a grid filter: gridNodeNS per node (the SVM's 80-node grid on DAX:
 //     10.8 ms per full-data score over 1,859 returns);
 //   - an exact scorer: its ssm.Coster's ScoreCost, else kalmanStepNS·d³
 //     (the LGSSM's Kalman score on the S&P 500: 1.01 ms over 17,055).
 const (
 	particleStepNS = 21
+	pairStepNS     = 17
 	gridNodeNS     = 72
 	kalmanStepNS   = 60
 )
@@ -48,7 +56,12 @@ func (f *fit) obsWork(set gradient.Settings) float64 {
 	if n <= 0 {
 		n = 1000
 	}
-	return particleStepNS * float64(n) * float64(f.model.Dims().State)
+	d := float64(f.model.Dims().State)
+	w := particleStepNS * float64(n) * d
+	if set.PF.Smoother == pf.ForwardOnly {
+		w += pairStepNS * float64(n) * float64(n) * d
+	}
+	return w
 }
 
 // windowCost returns the counted cost, in nominal seconds, of one
