@@ -128,7 +128,7 @@ func (f *fit) refitProposal(us, lps [][]float64) (q *tmix.Mixture, hold, old flo
 	lw := make([]float64, len(xs)) // draws from π: equal weights
 	z := make([]float64, p)
 	old = amis.ExpectedHold(cur, xs, lp, lw, z)
-	q, k, sc, d, hold := amis.BestProposal(xs, lp, lw, z)
+	q, k, sc, d, hold := amis.BestProposal(xs, lp, lw, z, nil)
 	if q == nil || !(hold < old) {
 		f.log("independence proposal kept: holding time %.2f on the %d draws", old, len(xs))
 		return nil, 0, old

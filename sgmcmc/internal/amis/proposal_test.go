@@ -61,7 +61,7 @@ func logAdd(a, b float64) float64 {
 func TestBestProposalComponents(t *testing.T) {
 	centres := [][]float64{{-9, 0}, {-3, 0}, {3, 0}, {9, 0}}
 	xs, lps, lw := normalPoints(400, 2, 1, centres, 3)
-	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, 2))
+	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, 2), nil)
 	t.Logf("%d components at scale %g: holding time %.3f", k, scale, hold)
 	if q == nil || k != 4 || !(hold < GoodHold) {
 		t.Errorf("%d components, holding time %.3g: want 4 (Components %d) and below %g", k, hold, Components, GoodHold)
@@ -83,7 +83,7 @@ func TestBestProposalDefensive(t *testing.T) {
 		lps[i] = -0.5 * (x[0]*x[0] + x[1]*x[1])
 	}
 	z := make([]float64, 2)
-	q, _, scale, _, _ := BestProposal(xs, lps, lw, z)
+	q, _, scale, _, _ := BestProposal(xs, lps, lw, z, nil)
 	if q == nil {
 		t.Fatal("no proposal")
 	}
