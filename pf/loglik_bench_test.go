@@ -161,8 +161,10 @@ func BenchmarkLaplaceSpread(b *testing.B) {
 // gradient) of a whole simulated series against the model's Kalman score
 // where it has one: LGSSMd{D: d} on 2,000 rows (A = 0.7 I plus 0.1 on the
 // superdiagonal, σ_i = 0.5, τ_i = 0.4; the series of
-// sgmcmc.BenchmarkFitLaplace) for d = 2, 3, 5, and MSV{D: 5} on 5,000
-// rows.
+// sgmcmc.BenchmarkFitLaplace) for d = 2, 3, 5, MSV{D: 2} on 2,000 rows
+// (the parameters of testdata/msv_sim2.csv) and MSV{D: 5} on 5,000 rows;
+// and the log-likelihood alone with M = 128, as the full-data chains
+// evaluate it.
 func BenchmarkLaplaceScore(b *testing.B) {
 	type job struct {
 		name  string
@@ -190,6 +192,16 @@ func BenchmarkLaplaceScore(b *testing.B) {
 		}
 		jobs = append(jobs, job{fmt.Sprintf("lgssmd%d/T=2000", d), lg, u, y})
 	}
+	m2 := models.MSV{D: 2}
+	u2, err := m2.Params([]float64{0.95, 0.9}, []float64{0.2, 0.3}, []float64{0.5}, []float64{1, 0.8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, y2, err := m2.Simulate(2000, u2, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	jobs = append(jobs, job{"msv2/T=2000", m2, u2, y2})
 	m5 := models.MSV{D: 5}
 	u5, err := m5.Params([]float64{0.95, 0.9, 0.93, 0.92, 0.9}, []float64{0.2, 0.3, 0.25, 0.2, 0.3},
 		[]float64{0.5, 0.3, 0.2, 0.1, 0.4, 0.3, 0.2, 0.3, 0.2, 0.4}, []float64{1, 0.8, 0.9, 1.1, 0.7})
@@ -212,6 +224,14 @@ func BenchmarkLaplaceScore(b *testing.B) {
 			l := pf.Laplace{Paths: 64, Plain: true, Whole: true} // as Fit scores
 			for b.Loop() {
 				if _, err := l.Score(g, k, j.model.Dims(), j.seq, w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(j.name+"/laplace/loglik/M=128", func(b *testing.B) {
+			l := pf.Laplace{Paths: 128, Plain: true, Whole: true} // the chains' log posteriors
+			for b.Loop() {
+				if _, err := l.Score(nil, k, j.model.Dims(), j.seq, w); err != nil {
 					b.Fatal(err)
 				}
 			}

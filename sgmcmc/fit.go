@@ -39,22 +39,25 @@ type fit struct {
 	// newtonWarn says that the preparation's Newton steps did not
 	// converge.
 	newtonWarn string
-	data       ssm.Dataset
-	dim        int
-	precs      []*Precond                   // the SGLD chains' methods, for clippedSteps
-	gridEdges  func() (edge, proposals int) // the full-data chains' proposals refused at a grid's edge, and all of them (nil: none)
-	isEdge     [2]int                       // importance sampling's log posteriors refused at a grid's edge, and all of them
-	gset       gradient.Settings            // the plain chains' filter
-	cvset      gradient.Settings            // the control-variate chains' filter
-	aset       gradient.Settings            // the anchor's filter (AnchorParticles)
-	u0         []float64                    // starting point
-	gridB      int                          // the buffer with the grid filter
-	short      int                          // the shortest sequence's length
-	total      int                          // the number of observations
-	scale      float64                      // nonzero in a subset's fit: its scores are scaled by it
-	warm       []float64                    // the warm-up's end
-	log        func(format string, a ...any)
-	start      time.Time // when Fit was called (MaxTime counts from it)
+	// noStall keeps observedNewton's damped steps going after a step
+	// that gains under newtonStallGain (tests compare the two).
+	noStall   bool
+	data      ssm.Dataset
+	dim       int
+	precs     []*Precond                   // the SGLD chains' methods, for clippedSteps
+	gridEdges func() (edge, proposals int) // the full-data chains' proposals refused at a grid's edge, and all of them (nil: none)
+	isEdge    [2]int                       // importance sampling's log posteriors refused at a grid's edge, and all of them
+	gset      gradient.Settings            // the plain chains' filter
+	cvset     gradient.Settings            // the control-variate chains' filter
+	aset      gradient.Settings            // the anchor's filter (AnchorParticles)
+	u0        []float64                    // starting point
+	gridB     int                          // the buffer with the grid filter
+	short     int                          // the shortest sequence's length
+	total     int                          // the number of observations
+	scale     float64                      // nonzero in a subset's fit: its scores are scaled by it
+	warm      []float64                    // the warm-up's end
+	log       func(format string, a ...any)
+	start     time.Time // when Fit was called (MaxTime counts from it)
 	// diff, while set, makes the full data's tilings after the first
 	// from a subset's differences (scoreTile); diffOK allows newton to
 	// set it.
