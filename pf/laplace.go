@@ -408,6 +408,14 @@ func (w *laplaceWork) expand(ec ssm.EmissionCurvature, seq ssm.Sequence, win ssm
 // p(x) Π_s exp(q_s(x_s)), q_s(x) = c_s + h_sᵀx − ½ xᵀΛ_s x, and returns
 // log ĝ(y), the log of its normaliser.
 func (w *laplaceWork) filter(n int) (float64, error) {
+	if w.d == 2 {
+		return w.filter2(n)
+	}
+	return w.filterD(n)
+}
+
+// filterD is filter for any d.
+func (w *laplaceWork) filterD(n int) (float64, error) {
 	d := w.d
 	d2 := d * d
 	copy(w.mf[:d], w.m0)
@@ -459,6 +467,15 @@ func (w *laplaceWork) filter(n int) (float64, error) {
 // smoothMeans sets w.xs to the smoothed means of the Gaussian model
 // (Rauch–Tung–Striebel).
 func (w *laplaceWork) smoothMeans(n int) {
+	if w.d == 2 {
+		w.smoothMeans2(n)
+		return
+	}
+	w.smoothMeansD(n)
+}
+
+// smoothMeansD is smoothMeans for any d.
+func (w *laplaceWork) smoothMeansD(n int) {
 	d := w.d
 	d2 := d * d
 	copy(w.xs[n*d:(n+1)*d], w.mf[n*d:(n+1)*d])
@@ -541,30 +558,8 @@ func (w *laplaceWork) sweep(grad []float64, k ssm.Kernel, seq ssm.Sequence, win 
 		// Draw x_s (cur) given x_{s+1} (next) for every path.
 		if d == 2 {
 			w.draw2(cur, next, s, n, rng)
-		}
-		for q := 0; q < m && d != 2; q += 2 {
-			for i := range w.z {
-				w.z[i] = rng.NormFloat64()
-			}
-			lowerVec(w.v1, w.lc[s*d2:(s+1)*d2], w.z, d)
-			for sign, r := 1.0, q; r < q+2; sign, r = -1, r+1 {
-				x := cur[r*d : (r+1)*d]
-				if s == n {
-					copy(x, w.mf[n*d:(n+1)*d])
-				} else {
-					nx := next[r*d : (r+1)*d]
-					for i := 0; i < d; i++ {
-						w.v2[i] = nx[i] - w.mp[(s+1)*d+i]
-					}
-					matVec(x, w.jmat[s*d2:(s+1)*d2], w.v2, d)
-					for i := 0; i < d; i++ {
-						x[i] += w.mf[s*d+i]
-					}
-				}
-				for i := 0; i < d; i++ {
-					x[i] += sign * w.v1[i]
-				}
-			}
+		} else {
+			w.drawD(cur, next, s, n, rng)
 		}
 		if grad != nil && s < n {
 			// The statistic of row s+1 pairs x_{s+1} with x_s.
@@ -584,10 +579,7 @@ func (w *laplaceWork) sweep(grad []float64, k ssm.Kernel, seq ssm.Sequence, win 
 		if d == 2 {
 			w.weigh2(cur, lam, hv, w.cs[s])
 		} else {
-			for q := 0; q < m; q++ {
-				x := cur[q*d : (q+1)*d]
-				w.lw[q] += w.tmp[q] - (w.cs[s] + dot(hv, x) - 0.5*quadForm(lam, x, d))
-			}
+			w.weighD(cur, lam, hv, w.cs[s])
 		}
 		if resample && s > 1 {
 			lm, e := w.normalise()
@@ -615,52 +607,43 @@ func (w *laplaceWork) sweep(grad []float64, k ssm.Kernel, seq ssm.Sequence, win 
 	return lme, ess, resamples
 }
 
-// draw2 is sweep's draw of x_s for every path with d = 2, unrolled: the
-// same operations in the same order as the general loop (lowerVec, matVec,
-// the sums), so the same numbers, at about half the time.
-func (w *laplaceWork) draw2(cur, next []float64, s, n int, rng *rand.Rand) {
-	m := w.m
-	lc := w.lc[s*4 : s*4+4]
-	l00, l10, l11 := lc[0], lc[2], lc[3]
-	mf0, mf1 := w.mf[s*2], w.mf[s*2+1]
-	var j00, j01, j10, j11, mp0, mp1 float64
-	if s < n {
-		jm := w.jmat[s*4 : s*4+4]
-		j00, j01, j10, j11 = jm[0], jm[1], jm[2], jm[3]
-		mp0, mp1 = w.mp[(s+1)*2], w.mp[(s+1)*2+1]
-	}
-	cur, next = cur[:2*m], next[:2*m]
+// drawD draws x_s (cur) given x_{s+1} (next) for every path, in
+// antithetic pairs (x_n from its filtering law).
+func (w *laplaceWork) drawD(cur, next []float64, s, n int, rng *rand.Rand) {
+	d, m := w.d, w.m
 	for q := 0; q < m; q += 2 {
-		z0 := rng.NormFloat64()
-		z1 := rng.NormFloat64()
-		v0 := l00 * z0
-		v1 := l10*z0 + l11*z1
-		for r, sign := q, 1.0; r < q+2; r, sign = r+1, -1 {
-			x0, x1 := mf0, mf1
-			if s < n {
-				e0, e1 := next[2*r]-mp0, next[2*r+1]-mp1
-				x0 = j00*e0 + j01*e1
-				x1 = j10*e0 + j11*e1
-				x0 += mf0
-				x1 += mf1
+		for i := range w.z {
+			w.z[i] = rng.NormFloat64()
+		}
+		lowerVec(w.v1, w.lc[s*d*d:(s+1)*d*d], w.z, d)
+		for sign, r := 1.0, q; r < q+2; sign, r = -1, r+1 {
+			x := cur[r*d : (r+1)*d]
+			if s == n {
+				copy(x, w.mf[n*d:(n+1)*d])
+			} else {
+				nx := next[r*d : (r+1)*d]
+				for i := 0; i < d; i++ {
+					w.v2[i] = nx[i] - w.mp[(s+1)*d+i]
+				}
+				matVec(x, w.jmat[s*d*d:(s+1)*d*d], w.v2, d)
+				for i := 0; i < d; i++ {
+					x[i] += w.mf[s*d+i]
+				}
 			}
-			cur[2*r] = x0 + sign*v0
-			cur[2*r+1] = x1 + sign*v1
+			for i := 0; i < d; i++ {
+				x[i] += sign * w.v1[i]
+			}
 		}
 	}
 }
 
-// weigh2 is sweep's weight update for every path with d = 2, unrolled as
-// draw2: lw_q += tmp_q − (c + hᵀx − ½ xᵀΛx).
-func (w *laplaceWork) weigh2(cur, lam, hv []float64, c float64) {
-	a00, a01, a10, a11 := lam[0], lam[1], lam[2], lam[3]
-	h0, h1 := hv[0], hv[1]
-	lw, tmp := w.lw[:w.m], w.tmp[:w.m]
-	cur = cur[:2*w.m]
-	for q := range lw {
-		x0, x1 := cur[2*q], cur[2*q+1]
-		quad := x0*(a00*x0+a01*x1) + x1*(a10*x0+a11*x1)
-		lw[q] += tmp[q] - (c + (h0*x0 + h1*x1) - 0.5*quad)
+// weighD adds to every path's log weight its factor of row s, with the
+// emission's log density in w.tmp: lw_q += tmp_q − (c + hᵀx − ½ xᵀΛx).
+func (w *laplaceWork) weighD(cur, lam, hv []float64, c float64) {
+	d := w.d
+	for q := 0; q < w.m; q++ {
+		x := cur[q*d : (q+1)*d]
+		w.lw[q] += w.tmp[q] - (c + dot(hv, x) - 0.5*quadForm(lam, x, d))
 	}
 }
 
