@@ -250,12 +250,11 @@ func (q *garchQuadWork) compress(n int) {
 		la[i] = (la[i] - mean) * inv
 		p0[i], p1[i] = 0, 1
 	}
-	b := 0.0
+	b, al := 0.0, 0.0
+	for i, x := range la {
+		al += w[i] * x * p1[i] * p1[i]
+	}
 	for r := range K {
-		al := 0.0
-		for i, x := range la {
-			al += w[i] * x * p1[i] * p1[i]
-		}
 		q.d[r] = al
 		if r == K-1 {
 			break
@@ -269,8 +268,13 @@ func (q *garchQuadWork) compress(n int) {
 		b = math.Sqrt(nn)
 		q.e[r] = b
 		ib := 1 / b
-		for i := range la {
-			p0[i], p1[i] = p1[i], p0[i]*ib
+		// The next polynomial, normalised, and the next recurrence
+		// coefficient in one pass.
+		al = 0
+		for i, x := range la {
+			pn := p0[i] * ib
+			p0[i], p1[i] = p1[i], pn
+			al += w[i] * x * pn * pn
 		}
 	}
 	q.e[K-1] = 0
