@@ -157,6 +157,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		}
 		if acc, ind := acceptance(); !math.IsNaN(acc) {
 			f.tuneMALA(acc, ind)
+			f.tuneIndependence(ind)
 		}
 		// The noise where the chains are, not only near u*: the
 		// control-variate noise grows with the distance from u*, and a W

@@ -73,6 +73,9 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				pInd = pr.Independence
 			}
 			chains[c].Retarget(ind, sur, pInd)
+			if f.walkSteps() {
+				chains[c].SetWalk()
+			}
 		}
 		return chains[c]
 	}

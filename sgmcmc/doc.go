@@ -161,7 +161,13 @@
 //     posteriors without gradients and run on all workers. Where the final
 //     round's importance sampling is poor (ESS < 10% of its draws), the
 //     adaptation windows of step 3 run instead, with the Langevin step
-//     tuned to an acceptance rate of 0.7. The points where π was
+//     tuned to an acceptance rate of 0.7; independence steps accepted
+//     under 2% of the time in a window drop to 10% of the steps. On
+//     Laplace importance sampling, whose score is not the derivative of
+//     its likelihood estimate, the Langevin drift misleads: the local
+//     steps are random-walk Metropolis steps of whitened sd √(2h − h²),
+//     h tuned to an acceptance rate of 0.3 (Preparation.Walk; MSV on DAX
+//     and CAC 40, docs/particles.md). The points where π was
 //     evaluated then fit a surrogate (surrogate.go) π̃ = q·((1 − ε)
 //     (e^{r_u − log Z_u} + e^{r_θ − log Z_θ})/2 + ε), ε = 0.2: r_u a
 //     quadratic plus a Gaussian process for log π − log q in the

@@ -108,9 +108,14 @@ type Preparation struct {
 	proposal []proposalComponent
 	// Independence is the share of FullGradient's steps that are
 	// independence proposals, or surrogate transitions when
-	// SurrogateHold > 0 (0: 0.5); the other steps are Langevin proposals,
-	// or random-walk steps with surrogate transitions.
+	// SurrogateHold > 0 (0: 0.5; 0.1 after an adaptation window that
+	// accepted under 2% of them); the other steps are Langevin proposals,
+	// or random-walk steps with surrogate transitions or with Walk.
 	Independence float64
+	// Walk: the full-data chains' local steps are random-walk Metropolis
+	// steps instead of Langevin proposals, because the scores are not the
+	// log posterior's gradient (Laplace importance sampling).
+	Walk bool
 	// sur, when set, turns the independence steps into surrogate
 	// transitions on π̃ = Proposal·exp(r) (package surrogate). It is
 	// saved with a checkpoint; SurrogateHold reports its expected holding

@@ -121,8 +121,8 @@ func (pr Preparation) NoiseRatio() []float64 {
 
 // Method names the transitions the chains ran: "preconditioned SGLD", or
 // for full-data chains "Metropolis–Hastings (…)" with the proposals they
-// used: surrogate transitions and random-walk steps, or Langevin and
-// independence proposals.
+// used: surrogate transitions and random-walk steps, or Langevin (with
+// Preparation.Walk random-walk) and independence proposals.
 func (p *Posterior) Method() string {
 	pr := &p.Preparation
 	switch {
@@ -133,6 +133,8 @@ func (p *Posterior) Method() string {
 			p.segments.Surrogate, p.segments.Surrogate+p.segments.Other)
 	case pr.sur != nil:
 		return "Metropolis–Hastings (surrogate transitions and random-walk steps)"
+	case pr.Walk:
+		return "Metropolis–Hastings (random-walk and independence proposals)"
 	}
 	return "Metropolis–Hastings (Langevin and independence proposals)"
 }

@@ -113,7 +113,7 @@ func (pr *Preparation) independenceKind() string {
 // acceptance describes FullGradient's acceptance rates.
 func (pr *Preparation) acceptance() string {
 	local := "Langevin"
-	if pr.sur != nil {
+	if pr.sur != nil || pr.Walk {
 		local = "random walk"
 	}
 	return fmt.Sprintf("%s %.2f, %s %.2f", local, pr.Accept, pr.independenceKind(), pr.AcceptIndependent)
