@@ -100,6 +100,32 @@ func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, 
 	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
 }
 
+// evenWeights reports whether the importance weights of the chains'
+// scorer at u are all equal on every sequence of data (their ESS is the
+// number of paths to within evenESS): a Gaussian emission, as LGSSMd's
+// with its Kalman scorer hidden, where the estimate is exact and its
+// Fisher-identity score its derivative.
+func (m *laplaceModel) evenWeights(u []float64, data ssm.Dataset) (bool, error) {
+	k, err := m.Bind(u)
+	if err != nil {
+		return false, err
+	}
+	l := pf.Laplace{Paths: m.paths, Seed: m.seed, Plain: true, Whole: true}
+	for _, seq := range data.Sequences {
+		if _, err := l.Score(nil, k, m.Dims(), seq, ssm.Full(seq.Len())); err != nil {
+			return false, err
+		}
+		if l.ESS < float64(m.paths)*(1-evenESS) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// evenESS is evenWeights' tolerance, relative: rounding alone leaves
+// LGSSMd's weights within 10⁻¹² of each other.
+const evenESS = 1e-9
+
 // ExactScore implements ssm.ExactScorer with pf.Laplace's estimate.
 func (m *laplaceModel) ExactScore(grad, u []float64, seq ssm.Sequence, w ssm.Window) (float64, error) {
 	return m.score(grad, u, seq, w, m.paths, m.seed)

@@ -467,10 +467,19 @@ const (
 const walkAccept = 0.3
 
 // walkSteps reports whether the full-data chains' local steps are
-// random-walk Metropolis steps (mh.Kernel.SetWalk): on Laplace importance
-// sampling, whose score is not the derivative of its likelihood estimate.
-func (f *fit) walkSteps() bool {
-	return f.prep.Exact && f.laplace != nil && f.model == ssm.Model(f.laplace)
+// random-walk Metropolis steps (mh.Kernel.SetWalk, Preparation.Walk).
+func (f *fit) walkSteps() bool { return f.prep.Walk }
+
+// chooseWalk decides Preparation.Walk at the mode u: on Laplace
+// importance sampling, whose score is not the derivative of its
+// likelihood estimate, unless its weights are even there (evenWeights),
+// where it is.
+func (f *fit) chooseWalk(u []float64) (bool, error) {
+	if !f.prep.Exact || f.laplace == nil || f.model != ssm.Model(f.laplace) {
+		return false, nil
+	}
+	even, err := f.laplace.evenWeights(u, f.data)
+	return !even, err
 }
 
 // step returns the user's StepSize, or sgldStep(kl) for the scaled

@@ -163,7 +163,9 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	}
 	f.prep = Preparation{Mode: u, Chol: l, Hessian: linalg.SymData(h), Anchor: t.mean, AnchorSE: t.anchorSE(), Grid: f.gset.Grid, Exact: f.gset.Exact && !f.s.Exact, jacobian: jac, S: f.gset.S, B: f.gset.B,
 		Passes: t.passes, ShiftSD: linalg.MaxAbs(linalg.LTrans(l, t.anchorSE())), Correction: correction, CorrectionSE: corrSE, Fallback: f.fallback, Path: f.path}
-	f.prep.Walk = f.walkSteps()
+	if f.prep.Walk, err = f.chooseWalk(u); err != nil {
+		return err
+	}
 	f.log("anchor: %d tiling passes, mean shift from its error ≤ %.2f posterior sd; plain-gradient bias correction %.3g (shift ≤ %.2f sd)",
 		t.passes, f.prep.ShiftSD, correction, linalg.MaxAbs(linalg.LTrans(l, corrSE)))
 
