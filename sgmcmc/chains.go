@@ -73,7 +73,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				pInd = pr.Independence
 			}
 			chains[c].Retarget(ind, sur, pInd)
-			if f.walkSteps() {
+			if f.prep.Walk {
 				chains[c].SetWalk()
 			}
 		}

@@ -430,7 +430,7 @@ func (f *fit) tuneMALA(acc, ind float64) {
 	pr := &f.prep
 	pr.Accept, pr.AcceptIndependent = acc, ind
 	target, local := 0.7, "Langevin"
-	if f.walkSteps() {
+	if f.prep.Walk {
 		target, local = walkAccept, "random walk"
 	}
 	if f.s.StepSize == 0 {
@@ -461,14 +461,10 @@ const (
 )
 
 // walkAccept is the acceptance rate tuneMALA aims at for random-walk
-// local steps (walkSteps): near the optimal 0.234 of random-walk
+// local steps (Preparation.Walk): near the optimal 0.234 of random-walk
 // Metropolis in many dimensions (Roberts, Gelman and Gilks 1997), a
 // little above it for the few parameters of these models.
 const walkAccept = 0.3
-
-// walkSteps reports whether the full-data chains' local steps are
-// random-walk Metropolis steps (mh.Kernel.SetWalk, Preparation.Walk).
-func (f *fit) walkSteps() bool { return f.prep.Walk }
 
 // chooseWalk decides Preparation.Walk at the mode u: on Laplace
 // importance sampling, whose score is not the derivative of its

@@ -246,7 +246,7 @@ func (f *fit) runSegment(ctx context.Context, s *sampling, seg int) (*Trace, err
 		if pr.sur != nil {
 			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, %.0f%% surrogate transitions and %.0f%% random-walk steps (autocorrelation time ≈ %.0f)",
 				f.s.Chains, s.iters, 100*pr.Independence, 100*(1-pr.Independence), pr.IAT)
-		} else if f.walkSteps() {
+		} else if f.prep.Walk {
 			f.log("sampling: %d chains × %d iterations of Metropolis–Hastings on log posteriors, random-walk step %.3g (autocorrelation time ≈ %.0f)",
 				f.s.Chains, s.iters, s.h, pr.IAT)
 		} else {
