@@ -195,10 +195,11 @@ type FitSettings struct {
 	// SGLD, 0 chooses h = 1/(1 + λ_max(W)) from the measured gradient
 	// noise W, capped at 0.25; for the Metropolis–Hastings chains on
 	// full-data scores (FullGradient) it is the Langevin proposals' step,
-	// 0 meaning 0.7 tuned towards an acceptance rate of 0.7 (on Laplace
-	// importance sampling, whose score is not its likelihood estimate's
-	// derivative, the random-walk steps' √(2h − h²) per whitened
-	// coordinate, tuned towards 0.3: Preparation.Walk).
+	// kept fixed; 0 starts at 0.5 and tunes it after each adaptation
+	// window towards an acceptance rate of 0.7 (on Laplace importance
+	// sampling, whose score is not its likelihood estimate's derivative,
+	// the random-walk steps' sd √(2h − h²) per whitened coordinate, tuned
+	// towards 0.3: Preparation.Walk).
 	StepSize float64
 	// Iterations is the number of kept draws per chain after the burn-in
 	// (the sampler runs Iterations × Thin iterations), run as one

@@ -54,6 +54,14 @@ const (
 	// filter at 24 nodes, when it was the default, on a 2-core machine).
 	SurRounds = 4
 	SurHold   = 1.3
+	// After GiveUpRounds rounds none of whose proposals kept an ESS of
+	// GiveUpEfficiency of its own draws, Adapt gives up: the chosen
+	// proposal must reach MinEfficiency, four times more. On MSV with
+	// five series (T = 5,000, 25 parameters) the rounds kept 1–2 of 625
+	// each at about 90 s a round, and the fit fell back to adaptation
+	// windows after all eight.
+	GiveUpRounds     = 3
+	GiveUpEfficiency = MinEfficiency / 4
 )
 
 // Draws is the number of points per round for p parameters.
@@ -133,7 +141,7 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 	var xs [][]float64
 	var lps []float64
 	z, s := make([]float64, p), make([]float64, p)
-	best, bestHold, bestAcc, bestESS := -1, math.Inf(1), 0.0, 0.0
+	best, bestHold, bestAcc, bestESS, maxESS := -1, math.Inf(1), 0.0, 0.0, 0.0
 	w := make([]float64, n)
 	for r := 0; ; r++ {
 		q := rounds[r].Q
@@ -156,6 +164,7 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 		if hold < bestHold {
 			best, bestHold, bestAcc, bestESS = r, hold, acc, essR
 		}
+		maxESS = max(maxESS, essR)
 		logW := Weights(rounds, xs, lps, z)
 		m, cov, ess := tmix.WeightedMoments(xs, logW)
 		cov = shrink(cov, prior, ess, p)
@@ -163,6 +172,10 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 			r+1, essR, n, acc, hold, ess, len(xs))
 		if m == nil {
 			return nil, nil // no finite weight
+		}
+		if hopeless(r, maxESS, n) {
+			logf("importance sampling: no proposal kept an ESS of %.1f%% of its draws in %d rounds (at most %.1f of %d): given up", 100*GiveUpEfficiency, r+1, maxESS, n)
+			return nil, nil
 		}
 		stop := roundsDone(r, bestHold)
 		var sur *surrogate.Surrogate
@@ -202,6 +215,12 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 // from MinRounds on at a holding time of at most GoodHold.
 func roundsDone(r int, bestHold float64) bool {
 	return r+1 >= MaxRounds || r+1 >= MinRounds && bestHold <= GoodHold
+}
+
+// hopeless reports whether the rounds give up after round r (from 0),
+// no proposal so far having kept an ESS above maxESS of its n draws.
+func hopeless(r int, maxESS float64, n int) bool {
+	return r+1 >= GiveUpRounds && maxESS < GiveUpEfficiency*float64(n)
 }
 
 // ThinnedDraws returns the chains' draws (us: per chain, p numbers per

@@ -2,18 +2,22 @@ package amis
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 )
 
 // gaussAdapt runs Adapt on the standard normal in two dimensions from a
 // Laplace approximation centred at mode with scale sd.
-func gaussAdapt(t *testing.T, mode, sd float64) *Result {
+// It also returns the number of log posteriors Adapt asked for.
+func gaussAdapt(t *testing.T, mode, sd float64) (*Result, int) {
 	t.Helper()
+	evals := 0
 	res, err := Adapt(context.Background(), Config{
 		Mode: []float64{mode, 0}, Chol: []float64{sd, 0, 0, sd}, Seed: 1, Chains: 4,
 		DrawStream: 1, LogPostStream: 2, StartStream: 3,
 		LogPosteriors: func(_ context.Context, xs [][]float64, _ uint64) ([]float64, error) {
 			lp := make([]float64, len(xs))
+			evals += len(xs)
 			for i, x := range xs {
 				lp[i] = -0.5 * (x[0]*x[0] + x[1]*x[1])
 			}
@@ -23,7 +27,7 @@ func gaussAdapt(t *testing.T, mode, sd float64) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return res, evals
 }
 
 // TestAdaptRounds: the importance-sampling rounds end at MinRounds = 4
@@ -34,24 +38,55 @@ func gaussAdapt(t *testing.T, mode, sd float64) *Result {
 // times as wide: holding time 8 after eight rounds); and Adapt gives up (nil)
 // when the chosen proposal's ESS is below MinEfficiency of its draws (a
 // mode 40 sds off, 0.3 times as wide: with MinEfficiency 0 it would
-// return a proposal of holding time 16).
+// return a proposal of holding time 16). That mode's rounds give up after
+// GiveUpRounds = 3, no round having kept GiveUpEfficiency of its draws.
 func TestAdaptRounds(t *testing.T) {
 	n := Draws(2)
-	good := gaussAdapt(t, 0, 1)
+	good, _ := gaussAdapt(t, 0, 1)
 	if good == nil || good.Evals != MinRounds*n || good.Hold > GoodHold {
 		t.Fatalf("exact Laplace approximation: %+v, want %d log posteriors and a holding time within %g", good, MinRounds*n, GoodHold)
 	}
 	t.Logf("exact Laplace approximation: holding time %.3f after %d rounds", good.Hold, good.Evals/n)
-	narrow := gaussAdapt(t, 0, 0.05)
+	narrow, _ := gaussAdapt(t, 0, 0.05)
 	if narrow == nil || narrow.Evals <= MinRounds*n || narrow.Evals > MaxRounds*n {
 		t.Fatalf("narrow Laplace approximation: %+v, want more than %d rounds, at most %d", narrow, MinRounds, MaxRounds)
 	}
 	t.Logf("narrow Laplace approximation: holding time %.3f after %d rounds", narrow.Hold, narrow.Evals/n)
-	if worst := gaussAdapt(t, 7, 0.3); worst == nil || worst.Evals != MaxRounds*n || worst.Hold <= GoodHold {
+	if worst, _ := gaussAdapt(t, 7, 0.3); worst == nil || worst.Evals != MaxRounds*n || worst.Hold <= GoodHold {
 		t.Errorf("7 sds off, 0.3 wide: %+v, want %d rounds and a holding time above %g", worst, MaxRounds, GoodHold)
 	}
-	if far := gaussAdapt(t, 40, 0.3); far != nil {
-		t.Errorf("a mode 40 sds off: proposal with holding time %.3g, want none (its ESS is below MinEfficiency %g of its draws)", far.Hold, MinEfficiency)
+	if far, evals := gaussAdapt(t, 40, 0.3); far != nil || evals != MaxRounds*n {
+		t.Errorf("a mode 40 sds off: proposal %+v after %d log posteriors, want none (its ESS is below MinEfficiency %g of its draws) after %d", far, evals, MinEfficiency, MaxRounds*n)
+	}
+	// A log posterior with noise of sd 10 at every point: every round's
+	// ESS is about 1 of 64, so the rounds give up after three.
+	evals := 0
+	noisy, err := Adapt(context.Background(), Config{
+		Mode: []float64{0, 0}, Chol: []float64{1, 0, 0, 1}, Seed: 1, Chains: 4,
+		DrawStream: 1, LogPostStream: 2, StartStream: 3,
+		LogPosteriors: func(_ context.Context, xs [][]float64, stream uint64) ([]float64, error) {
+			rng := rand.New(rand.NewPCG(9, stream))
+			lp := make([]float64, len(xs))
+			evals += len(xs)
+			for i, x := range xs {
+				lp[i] = -0.5*(x[0]*x[0]+x[1]*x[1]) + 10*rng.NormFloat64()
+			}
+			return lp, nil
+		},
+	})
+	if err != nil || noisy != nil || evals != GiveUpRounds*n {
+		t.Errorf("noise of sd 10: %+v, %v after %d log posteriors, want no proposal after %d", noisy, err, evals, GiveUpRounds*n)
+	}
+	for _, c := range []struct {
+		r    int
+		ess  float64
+		want bool
+	}{
+		{1, 0, false}, {2, GiveUpEfficiency*float64(n) - 0.01, true}, {2, GiveUpEfficiency * float64(n), false}, {7, 1, true},
+	} {
+		if got := hopeless(c.r, c.ess, n); got != c.want {
+			t.Errorf("hopeless(%d, %g, %d) = %v, want %v", c.r, c.ess, n, got, c.want)
+		}
 	}
 	for _, c := range []struct {
 		r    int
