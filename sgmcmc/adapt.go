@@ -155,7 +155,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		if err := f.updateMetric(cov); err != nil {
 			return err
 		}
-		if acc, ind := acceptance(); !math.IsNaN(acc) {
+		if acc, ind := acceptance().rates(); !math.IsNaN(acc) {
 			f.tuneMALA(acc, ind)
 			f.tuneIndependence(ind)
 		}

@@ -11,16 +11,41 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
+// mhCounts are the Metropolis–Hastings proposals and acceptances of
+// the full-data chains so far, summed over the chains: local (Langevin
+// or random-walk) and independence steps or surrogate transitions.
+type mhCounts struct {
+	acc, prop, indAcc, indProp int
+	mh                         bool // the chains are mh.Kernels
+}
+
+// rates returns the acceptance rates of the local and of the
+// independence steps: NaN for both unless the chains are mh.Kernels, the
+// local rate NaN when there were no local steps.
+func (c mhCounts) rates() (local, ind float64) {
+	if !c.mh {
+		return math.NaN(), math.NaN()
+	}
+	local = math.NaN()
+	if c.prop > 0 {
+		local = float64(c.acc) / float64(c.prop)
+	}
+	return local, float64(c.indAcc) / float64(max(c.indProp, 1))
+}
+
+// since returns the counts after before.
+func (c mhCounts) since(before mhCounts) mhCounts {
+	return mhCounts{c.acc - before.acc, c.prop - before.prop, c.indAcc - before.indAcc, c.indProp - before.indProp, c.mh}
+}
+
 // chainFactories returns Run's estimator and method factories for the
 // chosen gradient with noise covariance w, a function that reports the
-// Metropolis–Hastings acceptance rates of the Langevin and of the
-// independence proposals or surrogate transitions over the chains (NaN
-// unless the chains are mh.Kernels; the Langevin rate NaN when there were no
-// Langevin steps), and one that gives the chains a new independence
-// proposal, surrogate and independence share between runs (nil unless
-// they are mh.Kernels). The chains persist across
-// Runs with the same factories. Estimator errors are stored in *setupErr.
-func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() (float64, float64), func(*tmix.Mixture, *surrogate.Surrogate, float64)) {
+// Metropolis–Hastings counts over the chains so far (mhCounts), and one
+// that gives the chains a new independence proposal, surrogate and
+// independence share between runs (nil unless they are mh.Kernels). The
+// chains persist across Runs with the same factories. Estimator errors
+// are stored in *setupErr.
+func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator, func(int) Method, func() mhCounts, func(*tmix.Mixture, *surrogate.Surrogate, float64)) {
 	pr := &f.prep
 	var mu sync.Mutex
 	record := func(err error) { // with mu held
@@ -47,7 +72,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				mu.Unlock()
 				return m
 			},
-			func() (float64, float64) { return math.NaN(), math.NaN() }, nil
+			func() mhCounts { return mhCounts{} }, nil
 	}
 	chains := make([]*mh.Kernel, f.s.Chains)
 	get := func(c int) *mh.Kernel {
@@ -89,22 +114,20 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 		}
 		return edge, proposals
 	}
-	rates := func() (float64, float64) {
-		acc, prop, ia, ip := 0, 0, 0, 0
+	counts := func() mhCounts {
+		mu.Lock()
+		defer mu.Unlock()
+		c := mhCounts{mh: true}
 		for _, m := range chains {
 			if m != nil {
 				a, p, i, n, _ := m.Counts()
-				acc += a
-				prop += p
-				ia += i
-				ip += n
+				c.acc += a
+				c.prop += p
+				c.indAcc += i
+				c.indProp += n
 			}
 		}
-		la := math.NaN() // no Langevin proposal (surrogate transitions only)
-		if prop > 0 {
-			la = float64(acc) / float64(prop)
-		}
-		return la, float64(ia) / float64(max(ip, 1))
+		return c
 	}
 	retarget := func(q *tmix.Mixture, sur *surrogate.Surrogate, pInd float64) {
 		mu.Lock()
@@ -126,7 +149,7 @@ func (f *fit) chainFactories(w []float64, setupErr *error) (func(int) Estimator,
 				return m
 			}
 			return nil
-		}, rates, retarget
+		}, counts, retarget
 }
 
 // clippedSteps returns the SGLD steps, over every chain and segment, whose

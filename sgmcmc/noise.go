@@ -429,7 +429,7 @@ const malaStart = 0.5
 func (f *fit) tuneMALA(acc, ind float64) {
 	pr := &f.prep
 	pr.Accept, pr.AcceptIndependent = acc, ind
-	target, local := 0.7, "Langevin"
+	target, local := langevinAccept, "Langevin"
 	if f.prep.Walk {
 		target, local = walkAccept, "random walk"
 	}
@@ -438,6 +438,40 @@ func (f *fit) tuneMALA(acc, ind float64) {
 	}
 	f.log("Metropolis–Hastings acceptance rates: %s %.2f (step now %.3g), independence %.2f", local, acc, pr.StepSize, pr.AcceptIndependent)
 }
+
+// langevinAccept is the acceptance rate tuneMALA aims at for Langevin
+// local steps (see tuneMALA).
+const langevinAccept = 0.7
+
+// retuneLangevin lowers the full-data chains' Langevin step after a
+// sampling segment (counts seg) whose Langevin steps were accepted under
+// langevinFloor of the time, by tuneMALA's rule. After importance
+// sampling the step is isLangevinStep, which suits a few parameters: on
+// LGSSMd{D: 5} (35 parameters, Kalman scores) 6% of the Langevin steps
+// were accepted, so only the independence steps moved the chains. The
+// step only falls: chains whose Langevin steps are accepted often
+// enough keep it, and their draws. A step given in FitSettings is kept.
+func (f *fit) retuneLangevin(s *sampling, seg mhCounts) {
+	pr := &f.prep
+	if pr.Gradient != FullGradient || pr.Walk || f.s.StepSize != 0 || seg.prop < langevinMinSteps*f.s.Chains {
+		return
+	}
+	acc, _ := seg.rates()
+	if !(acc < langevinFloor) {
+		return
+	}
+	old := s.h
+	s.h = math.Max(0.05, s.h*math.Exp(2*(acc-langevinAccept)))
+	pr.StepSize, s.post.Preparation.StepSize = s.h, s.h
+	f.log("Langevin steps accepted %.0f%% of the time in the last segment: step %.3g, was %.3g", 100*acc, s.h, old)
+}
+
+// langevinFloor and langevinMinSteps: see retuneLangevin (at least
+// langevinMinSteps Langevin proposals per chain in the segment).
+const (
+	langevinFloor    = 0.3
+	langevinMinSteps = 10
+)
 
 // tuneIndependence lowers the share of independence steps of full-data
 // chains without a surrogate to rareIndependence when an adaptation

@@ -64,7 +64,7 @@ type sampling struct {
 
 	newEst     func(int) Estimator
 	newMethod  func(int) Method
-	acceptance func() (float64, float64)
+	acceptance func() mhCounts
 	retarget   func(*tmix.Mixture, *surrogate.Surrogate, float64)
 
 	logPost [][]float64 // the draws' log posteriors (refitProposal)
@@ -138,6 +138,7 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		return nil, err
 	}
 	for seg, ended := first, false; !ended; seg++ {
+		before := s.acceptance()
 		trace, err := f.runSegment(ctx, s, seg)
 		if err != nil {
 			return nil, err
@@ -145,6 +146,9 @@ func (f *fit) sample(ctx context.Context, start time.Time) (*Posterior, error) {
 		ended = f.checkSegment(s, seg, trace) || f.extend(ctx, s, seg, trace)
 		if !ended && f.chainBudget() < 0 { // spent between segments (refits, checks)
 			ended, s.budgetHit = true, true
+		}
+		if !ended {
+			f.retuneLangevin(s, s.acceptance().since(before))
 		}
 		if !ended && f.s.Checkpoint != "" {
 			if err := f.saveSegments(s, seg); err != nil {
@@ -424,7 +428,7 @@ func (f *fit) collect(ctx context.Context, s *sampling) error {
 	if s.stuck {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("chain %d stood %d iterations at one point in the last segment: the independence proposals or surrogate transitions miss part of the posterior there, which R-hat and ESS may not show; run longer (FitSettings.Iterations) or check the tails", s.stayChain, s.stay))
 	}
-	if acc, ind := s.acceptance(); !math.IsNaN(ind) {
+	if acc, ind := s.acceptance().rates(); !math.IsNaN(ind) {
 		if math.IsNaN(acc) {
 			acc = 0 // no Langevin proposal (JSON has no NaN)
 		}

@@ -247,8 +247,40 @@ func ThinnedDraws(us, lps [][]float64, p int) (xs [][]float64, lp []float64) {
 const RefitDraws = 1200
 
 // Components is the largest number of mixture components BestProposal
-// fits.
+// fits, up to HighDim parameters; above, it fits a single t
+// (maxComponents): a component's covariance has p(p + 1)/2 entries, 630
+// for LGSSMd{D: 5}'s 35 parameters, which the rounds' few hundred
+// effective points cannot fix (its seven refits in 35 dimensions chose a
+// single t every time), and the mixtures' EM took 40% of that fit's CPU
+// time.
 const Components = 4
+
+// maxComponents is the largest number of components BestProposal fits
+// for p parameters.
+func maxComponents(p int) int {
+	if p > HighDim {
+		return 1
+	}
+	return Components
+}
+
+// evenly returns min(n, m) increasing indices spread evenly over [0, n):
+// all of them when n ≤ m.
+func evenly(n, m int) []int {
+	m = min(n, m)
+	idx := make([]int, m)
+	for i := range idx {
+		idx[i] = i * n / m
+	}
+	return idx
+}
+
+// HoldPoints is the most points per fold on which BestProposal judges a
+// candidate (ExpectedHold is O(n²) in them): larger folds are thinned
+// evenly. Eight rounds of up to HighDim parameters draw at most 2,400
+// points, 1,200 per fold, which are all used; LGSSMd{D: 5}'s 7,000 took
+// 36 s of CPU time in ExpectedHold.
+const HoldPoints = 1500
 
 // BestProposal fits Student-t mixtures of 1 to Components components to
 // the weighted points (k = 1: their weighted mean and covariance), at the
@@ -286,6 +318,18 @@ func BestProposal(xs [][]float64, lps, lw, z, prior []float64) (best *tmix.Mixtu
 		f := &fold[i%2]
 		f.xs, f.lps, f.lw = append(f.xs, xs[i]), append(f.lps, lps[i]), append(f.lw, lw[i])
 	}
+	// The points each fold's candidates are judged on: the other fold,
+	// thinned evenly to at most HoldPoints.
+	var judge [2]struct {
+		xs      [][]float64
+		lps, lw []float64
+	}
+	for j := range fold {
+		f, g := &fold[j], &judge[j]
+		for _, k := range evenly(len(f.xs), HoldPoints) {
+			g.xs, g.lps, g.lw = append(g.xs, f.xs[k]), append(g.lps, f.lps[k]), append(g.lw, f.lw[k])
+		}
+	}
 	// fitK returns the k-component fit (unscaled, no defensive part) to
 	// the points and its wide defensive component.
 	fitK := func(xs [][]float64, lw []float64, k int) (*tmix.Mixture, []float64, []float64) {
@@ -315,7 +359,7 @@ func BestProposal(xs [][]float64, lps, lw, z, prior []float64) (best *tmix.Mixtu
 		return c
 	}
 	hold = math.Inf(1)
-	for nk := 1; nk <= Components; nk++ {
+	for nk := 1; nk <= maxComponents(len(z)); nk++ {
 		var qs [2]*tmix.Mixture
 		var ms, wides [2][]float64
 		ok := true
@@ -329,7 +373,7 @@ func BestProposal(xs [][]float64, lps, lw, z, prior []float64) (best *tmix.Mixtu
 		for _, sc := range Scales {
 			h := 0.0
 			for j := range fold {
-				o := &fold[1-j]
+				o := &judge[1-j]
 				h += 0.5 * ExpectedHold(build(qs[j], sc, Defensive, ms[j], wides[j]), o.xs, o.lps, o.lw, z)
 			}
 			if h < hold {

@@ -94,3 +94,46 @@ func TestBestProposalDefensive(t *testing.T) {
 		t.Errorf("holding time %.3g on the posterior's draws, want below 4.6 (Defensive %g, DefensiveScale %g)", hold, Defensive, DefensiveScale)
 	}
 }
+
+// TestBestProposalHighDim: above HighDim parameters BestProposal fits a
+// single t (maxComponents): the four modes of TestBestProposalComponents
+// in 13 dimensions (the other 11 coordinates standard normal; 800
+// draws) get one component, which in two dimensions get four. It judges
+// candidates on at most HoldPoints points per fold, spread evenly
+// (evenly): with 4,000 draws of N(0, I) in 13 dimensions its single t
+// (ν = 5, with the defensive part), at scale 1, holds an independence
+// chain for 1.62 steps: under 2.
+func TestBestProposalHighDim(t *testing.T) {
+	if maxComponents(HighDim) != Components || maxComponents(HighDim+1) != 1 {
+		t.Fatalf("maxComponents: %d at HighDim, %d above; want %d and 1", maxComponents(HighDim), maxComponents(HighDim+1), Components)
+	}
+	p := HighDim + 1
+	centres := make([][]float64, 4)
+	for i, c := range []float64{-9, -3, 3, 9} {
+		centres[i] = make([]float64, p)
+		centres[i][0] = c
+	}
+	xs, lps, lw := normalPoints(800, p, 1, centres, 3)
+	if _, k, _, _, _ := BestProposal(xs, lps, lw, make([]float64, p), nil); k != 1 {
+		t.Errorf("four modes in %d dimensions: %d components, want 1", p, k)
+	}
+	xs, lps, lw = normalPoints(4000, p, 1, [][]float64{make([]float64, p)}, 4)
+	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, p), nil)
+	t.Logf("N(0, I) in %d dimensions, 4000 draws: %d component at scale %g, holding time %.3f", p, k, scale, hold)
+	if q == nil || scale != 1 || !(hold < 2) {
+		t.Errorf("N(0, I): scale %g, holding time %.3g, want 1 and below 2", scale, hold)
+	}
+	for _, c := range []struct{ n, m int }{{5, 10}, {10, 10}, {2000, HoldPoints}, {7, 3}} {
+		idx := evenly(c.n, c.m)
+		if len(idx) != min(c.n, c.m) || idx[0] != 0 || idx[len(idx)-1] >= c.n {
+			t.Errorf("evenly(%d, %d) = %v", c.n, c.m, idx)
+			continue
+		}
+		for i := 1; i < len(idx); i++ {
+			if idx[i] <= idx[i-1] || c.n <= c.m && idx[i] != i {
+				t.Errorf("evenly(%d, %d) = %v: not increasing, or not all indices", c.n, c.m, idx)
+				break
+			}
+		}
+	}
+}
