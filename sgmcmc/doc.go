@@ -145,13 +145,17 @@
 //     internal/mh):
 //     90% of their steps propose independently from a mixture q of
 //     multivariate Student-t (ν = 5), the others are Precond's update as a
-//     Langevin proposal (step 0.7). q replaces the adaptation windows
+//     Langevin proposal (step 0.7; after a sampling segment whose Langevin
+//     steps were accepted under 30% of the time, the step falls by the
+//     windows' rule below: LGSSMd{D: 5}'s 35 parameters accepted 6% at
+//     0.7). q replaces the adaptation windows
 //     (package internal/amis): adaptive importance sampling (AMIS of Cornuet and
 //     others, 2012) in four to eight rounds of max(64, 25p) draws (it stops
 //     from the fourth on once a proposal's expected holding time is at
 //     most 1.6), the first from a t at u*
 //     with 1.5 × the Laplace scale, each next one fitted to all weighted draws so
-//     far (weighted EM, 1–4 components and scale, always with a defensive
+//     far (weighted EM, 1–4 components and scale, one component above 12
+//     parameters, always with a defensive
 //     component: a t at 4 × the weighted scale, weight 0.1)
 //     to minimise the expected holding time E_π[1/α(x)] of an independence
 //     chain, α(x) = E_q min(1, w(y)/w(x)), w = π/q; the chains start from
@@ -159,7 +163,8 @@
 //     its proposal only (about half a gradient with an exact scorer; the
 //     Sampler skips the gradient); the draws cost log
 //     posteriors without gradients and run on all workers. Where the final
-//     round's importance sampling is poor (ESS < 10% of its draws), the
+//     round's importance sampling is poor (ESS < 10% of its draws, or
+//     under 2.5% in each of the first three rounds, which then end), the
 //     adaptation windows of step 3 run instead, with the Langevin step
 //     tuned to an acceptance rate of 0.7; independence steps accepted
 //     under 2% of the time in a window drop to 10% of the steps. On
