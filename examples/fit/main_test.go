@@ -652,7 +652,7 @@ func TestInterrupts(t *testing.T) {
 func TestCheckpointDamageCommand(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	args := []string{"-model", "lgssm", "-filter", "grid", "-data", filepath.Join("..", "..", "testdata", "lgssm_sim.csv"), "-chains", "2",
+	args := []string{"-model", "lgssm", "-data", filepath.Join("..", "..", "testdata", "lgssm_sim.csv"), "-chains", "2",
 		"-ksd", "0", "-iters", "200", "-warmup", "50", "-adapt", "100", "-q", "-out", dir, "-checkpoint", ck}
 	if err := run(context.Background(), args, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
