@@ -60,14 +60,16 @@ func TestFitAbsurdCounts(t *testing.T) {
 // against 0.907 ± 0.031 for the 300 steps alone, without a warning. One
 // more observation moves the posterior by a small fraction of its sd, so
 // the two fits must agree to 0.25 sd in every mean and ×[0.85, 1.15] in
-// every sd (their Monte Carlo errors are about 0.05 sd each).
+// every sd. The cheap chains stop at 2,000 iterations instead of 10,000
+// (MinIterations): an ESS of several thousand leaves Monte Carlo errors of
+// about 0.02 sd each.
 func TestFitShortSequence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two fits")
 	}
 	y := lgssmSim(t).Sequences[0].Y
 	ctx := context.Background()
-	set := sgmcmc.FitSettings{Seed: 1, KSDDraws: -1}
+	set := sgmcmc.FitSettings{Seed: 1, KSDDraws: -1, MinIterations: 2000}
 	alone, err := sgmcmc.Fit(ctx, models.LGSSM{}, ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: y[:300]}}}, set)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +84,7 @@ func TestFitShortSequence(t *testing.T) {
 	for i, a := range alone.Summary() {
 		m := mixed.Summary()[i]
 		z, r := (m.Mean-a.Mean)/a.SD, m.SD/a.SD
-		t.Logf("%s: 300 steps %.4f ± %.4f, with a one-step sequence %.4f ± %.4f (z %.2f, sd ratio %.2f)", a.Name, a.Mean, a.SD, m.Mean, m.SD, z, r)
+		t.Logf("%s: 300 steps %.4f ± %.4f, with a one-step sequence %.4f ± %.4f (z %.2f, sd ratio %.2f; ESS %.0f, %.0f)", a.Name, a.Mean, a.SD, m.Mean, m.SD, z, r, a.BulkESS, m.BulkESS)
 		if math.Abs(z) > 0.25 || r < 0.85 || r > 1.15 {
 			t.Errorf("%s: z %.2f, sd ratio %.2f", a.Name, z, r)
 		}
