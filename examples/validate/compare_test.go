@@ -168,3 +168,20 @@ func TestScaling(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLoadNote: the page says other work shared the cores only when the
+// load average was above the number of cores.
+func TestLoadNote(t *testing.T) {
+	for _, c := range []struct {
+		load, want string
+	}{
+		{"1.23", "load average 1.23 when the run began (at most 2: no other work waited for the cores then)"},
+		{"2.00", "load average 2.00 when the run began (at most 2: no other work waited for the cores then)"},
+		{"3.44", "load average 3.44 when the run began: above 2, other work shared the cores and stretched the times"},
+		{"x", "load average x when the run began"},
+	} {
+		if got := loadNote(c.load, 2); got != c.want {
+			t.Errorf("loadNote(%q, 2) = %q, want %q", c.load, got, c.want)
+		}
+	}
+}

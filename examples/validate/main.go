@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -474,9 +475,23 @@ func copyFile(src, dst string) error {
 func hostLine() string {
 	s := fmt.Sprintf("%d-core machine (runtime.NumCPU), %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	if startLoad != "" {
-		s += fmt.Sprintf("; load average %s when the run began (above %d, other work shared the cores and stretched the times)", startLoad, runtime.NumCPU())
+		s += "; " + loadNote(startLoad, runtime.NumCPU())
 	}
 	return s
+}
+
+// loadNote says what the 1-minute load average when the run began means
+// for its wall times on n cores.
+func loadNote(load string, n int) string {
+	l, err := strconv.ParseFloat(load, 64)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("load average %s when the run began", load)
+	case l > float64(n):
+		return fmt.Sprintf("load average %s when the run began: above %d, other work shared the cores and stretched the times", load, n)
+	default:
+		return fmt.Sprintf("load average %s when the run began (at most %d: no other work waited for the cores then)", load, n)
+	}
 }
 
 // startLoad is the 1-minute load average when the run began ("" where
