@@ -293,57 +293,59 @@ func TestDiscretisationCorrection(t *testing.T) {
 		{"quadratic", tilt{c: 1.1 / sd0, d: -0.4 / (sd0 * sd0), m: m0}},
 		{"tanh", tilt{m: m0, A: 1.5, h: sd0 / 4}},
 	} {
-		// 2,000 iterations per chain instead of the cheap chains'
-		// 10,000 (cheapIters): an ESS of about 5,000 puts the sd
-		// ratios' tolerance at 9 standard errors.
-		set := FitSettings{Seed: 3, KSDDraws: -1, MinIterations: 2000}
-		pa, err := Fit(context.Background(), tiltedLGSSM{tilt: c.tilt}, data, set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pb, err := Fit(context.Background(), priorTiltedLGSSM{tilt: c.tilt}, data, set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dc := pa.Preparation.dc
-		if dc == nil || dc.Residual == nil {
-			t.Fatalf("%s: discretisation correction %+v", c.name, dc)
-		}
-		t.Logf("%s: tilt %.4f, curvature %.4f, shift %.3f sd, residual %.3f ± %.3f sd (%d draws)", c.name, dc.Tilt, dc.Curve, dc.Shift, dc.Residual, dc.ResidualSE, dc.Draws)
-		// The check weighs 12 draws, and all 24 when those leave a
-		// residual above 0.1 sd (tanh) or an SE above 0.05 sd.
-		if want := map[string]int{"quadratic": 12, "tanh": 24}[c.name]; dc.Draws != want {
-			t.Errorf("%s: residual checked at %d draws, want %d", c.name, dc.Draws, want)
-		}
-		if len(pb.Warnings) > 0 {
-			t.Errorf("%s: warnings of the direct fit: %q", c.name, pb.Warnings)
-		}
-		for i, a := range pa.Summary() {
-			b := pb.Summary()[i]
-			z := (a.Mean - b.Mean) / math.Hypot(a.MCSE, b.MCSE)
-			ratio := a.SD / b.SD
-			t.Logf("%s %s: corrected %.5f ± %.5f, tilted prior %.5f ± %.5f: z %.2f, sd ratio %.3f (ESS %.0f, %.0f)", c.name, a.Name, a.Mean, a.SD, b.Mean, b.SD, z, ratio, a.BulkESS, b.BulkESS)
-			switch c.name {
-			case "quadratic":
-				if math.Abs(z) > 4 || ratio < 0.88 || ratio > 1.14 {
-					t.Errorf("%s %s: z %.2f, sd ratio %.3f", c.name, a.Name, z, ratio)
-				}
-				if math.Abs(dc.Residual[i]) > 1e-6 {
-					t.Errorf("%s %s: residual %.3g, want 0", c.name, a.Name, dc.Residual[i])
-				}
-			case "tanh":
-				want := (b.Mean - a.Mean) / a.SD
-				se := math.Hypot(dc.ResidualSE[i], math.Hypot(a.MCSE, b.MCSE)/a.SD)
-				t.Logf("%s %s: residual %.3f ± %.3f, chains differ by %.3f sd", c.name, a.Name, dc.Residual[i], dc.ResidualSE[i], want)
-				if math.Abs(dc.Residual[i]-want) > 4*se {
-					t.Errorf("%s %s: residual %.3f, the fits differ by %.3f sd (SE %.3f)", c.name, a.Name, dc.Residual[i], want, se)
+		t.Run(c.name, func(t *testing.T) {
+			// 2,000 iterations per chain instead of the cheap chains'
+			// 10,000 (cheapIters): an ESS of about 5,000 puts the sd
+			// ratios' tolerance at 9 standard errors.
+			set := FitSettings{Seed: 3, KSDDraws: -1, MinIterations: 2000}
+			pa, err := Fit(context.Background(), tiltedLGSSM{tilt: c.tilt}, data, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pb, err := Fit(context.Background(), priorTiltedLGSSM{tilt: c.tilt}, data, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dc := pa.Preparation.dc
+			if dc == nil || dc.Residual == nil {
+				t.Fatalf("%s: discretisation correction %+v", c.name, dc)
+			}
+			t.Logf("%s: tilt %.4f, curvature %.4f, shift %.3f sd, residual %.3f ± %.3f sd (%d draws)", c.name, dc.Tilt, dc.Curve, dc.Shift, dc.Residual, dc.ResidualSE, dc.Draws)
+			// The check weighs 12 draws, and all 24 when those leave a
+			// residual above 0.1 sd (tanh) or an SE above 0.05 sd.
+			if want := map[string]int{"quadratic": 12, "tanh": 24}[c.name]; dc.Draws != want {
+				t.Errorf("%s: residual checked at %d draws, want %d", c.name, dc.Draws, want)
+			}
+			if len(pb.Warnings) > 0 {
+				t.Errorf("%s: warnings of the direct fit: %q", c.name, pb.Warnings)
+			}
+			for i, a := range pa.Summary() {
+				b := pb.Summary()[i]
+				z := (a.Mean - b.Mean) / math.Hypot(a.MCSE, b.MCSE)
+				ratio := a.SD / b.SD
+				t.Logf("%s %s: corrected %.5f ± %.5f, tilted prior %.5f ± %.5f: z %.2f, sd ratio %.3f (ESS %.0f, %.0f)", c.name, a.Name, a.Mean, a.SD, b.Mean, b.SD, z, ratio, a.BulkESS, b.BulkESS)
+				switch c.name {
+				case "quadratic":
+					if math.Abs(z) > 4 || ratio < 0.88 || ratio > 1.14 {
+						t.Errorf("%s %s: z %.2f, sd ratio %.3f", c.name, a.Name, z, ratio)
+					}
+					if math.Abs(dc.Residual[i]) > 1e-6 {
+						t.Errorf("%s %s: residual %.3g, want 0", c.name, a.Name, dc.Residual[i])
+					}
+				case "tanh":
+					want := (b.Mean - a.Mean) / a.SD
+					se := math.Hypot(dc.ResidualSE[i], math.Hypot(a.MCSE, b.MCSE)/a.SD)
+					t.Logf("%s %s: residual %.3f ± %.3f, chains differ by %.3f sd", c.name, a.Name, dc.Residual[i], dc.ResidualSE[i], want)
+					if math.Abs(dc.Residual[i]-want) > 4*se {
+						t.Errorf("%s %s: residual %.3f, the fits differ by %.3f sd (SE %.3f)", c.name, a.Name, dc.Residual[i], want, se)
+					}
 				}
 			}
-		}
-		warned := strings.Contains(strings.Join(pa.Warnings, " "), "correction falls short")
-		if (c.name == "quadratic" && len(pa.Warnings) > 0) || (c.name == "tanh" && !warned) {
-			t.Errorf("%s: warnings: %q", c.name, pa.Warnings)
-		}
+			warned := strings.Contains(strings.Join(pa.Warnings, " "), "correction falls short")
+			if (c.name == "quadratic" && len(pa.Warnings) > 0) || (c.name == "tanh" && !warned) {
+				t.Errorf("%s: warnings: %q", c.name, pa.Warnings)
+			}
+		})
 	}
 }
 

@@ -46,32 +46,39 @@ func TestFitLGSSMCalibration(t *testing.T) {
 		// AutoFilter.
 		{"default", sgmcmc.FitSettings{Seed: 1}},
 	} {
-		if c.name != "kalman" && testing.Short() {
-			continue
-		}
-		post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}}, c.set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pr := post.Preparation; c.name == "full" {
-			// The posterior is nearly Gaussian: the importance-sampling
-			// adaptation fits the independence proposal, which the
-			// Metropolis-adjusted chains accept most of the time.
-			t.Logf("full: independence share %.2f, step %.3g, acceptance rates: Langevin %.2f, independence %.2f",
-				pr.Independence, pr.StepSize, pr.Accept, pr.AcceptIndependent)
-			if pr.Gradient != sgmcmc.FullGradient || !(pr.Accept > 0.5) || !(pr.AcceptIndependent > 0.7) {
-				t.Errorf("full: gradient %v, acceptance rates %.2f, %.2f; want full-data scores, more than half the Langevin and 70%% of the independence proposals accepted",
-					pr.Gradient, pr.Accept, pr.AcceptIndependent)
+		t.Run(c.name, func(t *testing.T) {
+			if c.name != "kalman" && testing.Short() {
+				t.Skip("a whole fit: long test")
 			}
-		}
-		if c.name == "grid" && post.Preparation.Grid.Nodes == 0 {
-			t.Errorf("grid: the fit did not use the grid filter")
-		}
-		if c.name == "default" && !post.Preparation.Exact {
-			t.Errorf("default: AutoFilter did not choose the LGSSM's exact scorer")
-		}
-		checkAgainst(t, c.name, post, ref)
+			fitLGSSMCase(t, c.name, seq, c.set, ref)
+		})
 	}
+}
+
+// fitLGSSMCase is one case of TestFitLGSSMCalibration.
+func fitLGSSMCase(t *testing.T, name string, seq ssm.Sequence, set sgmcmc.FitSettings, ref []refParam) {
+	post, err := sgmcmc.Fit(context.Background(), models.LGSSM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}}, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr := post.Preparation; name == "full" {
+		// The posterior is nearly Gaussian: the importance-sampling
+		// adaptation fits the independence proposal, which the
+		// Metropolis-adjusted chains accept most of the time.
+		t.Logf("full: independence share %.2f, step %.3g, acceptance rates: Langevin %.2f, independence %.2f",
+			pr.Independence, pr.StepSize, pr.Accept, pr.AcceptIndependent)
+		if pr.Gradient != sgmcmc.FullGradient || !(pr.Accept > 0.5) || !(pr.AcceptIndependent > 0.7) {
+			t.Errorf("full: gradient %v, acceptance rates %.2f, %.2f; want full-data scores, more than half the Langevin and 70%% of the independence proposals accepted",
+				pr.Gradient, pr.Accept, pr.AcceptIndependent)
+		}
+	}
+	if name == "grid" && post.Preparation.Grid.Nodes == 0 {
+		t.Errorf("grid: the fit did not use the grid filter")
+	}
+	if name == "default" && !post.Preparation.Exact {
+		t.Errorf("default: AutoFilter did not choose the LGSSM's exact scorer")
+	}
+	checkAgainst(t, name, post, ref)
 }
 
 // refParam is a parameter's posterior mean and sd in a reference of
