@@ -219,7 +219,7 @@ func (f *fit) checkDiscretisation(ctx context.Context) (retry bool, err error) {
 	ex, ok := f.model.(ssm.ExactScorer)
 	rs, ok2 := f.model.(ssm.RefinedScorer)
 	l, u0 := f.prep.Chol, f.prep.Mode
-	if !ok || !ok2 || !f.gset.Exact || l == nil {
+	if !ok || !ok2 || !f.gset.Exact || l == nil || f.pseudoMarginal() { // pmLaplace's target is exact
 		return false, nil
 	}
 	if f.trial {

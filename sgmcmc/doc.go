@@ -167,7 +167,12 @@
 //     under 2.5% in each of the first three rounds, which then end), the
 //     adaptation windows of step 3 run instead, with the Langevin step
 //     tuned to an acceptance rate of 0.7; independence steps accepted
-//     under 2% of the time in a window drop to 10% of the steps. On
+//     under 2% of the time in a window drop to 10% of the steps. After
+//     each window the importance sampling is tried again from the
+//     window's mean and metric (retryIS), and the windows end when it
+//     succeeds (MSV on DAX and CAC 40: after the first window, whose
+//     random-walk chains had found the mass 3 sds from the Newton
+//     steps' end). On
 //     Laplace importance sampling, whose score is not the derivative of
 //     its likelihood estimate, the Langevin drift misleads: the local
 //     steps are random-walk Metropolis steps of whitened sd √(2h − h²),
@@ -315,12 +320,18 @@
 // deterministic. A model with a vector state whose dynamics are linear
 // Gaussian and whose emission has derivatives in the state
 // (ssm.LinearGaussian and ssm.EmissionCurvature: models.MSV) is scored by
-// Laplace importance sampling (pf.Laplace, laplace.go; plain and whole:
-// without the resampling sweep or blocks) with its random numbers fixed,
-// which makes it deterministic and smooth in u too: it enters as an exact
-// scorer that is exact only up to the importance sampling's error, with a
-// finer one (four times the paths) that the discretisation correction and
-// its check after sampling measure against.
+// Laplace importance sampling (pf.Laplace, laplace.go). The preparation
+// scores it plain and whole (without the resampling sweep or blocks)
+// with its random numbers fixed, which makes it deterministic and smooth
+// in u: an exact scorer that is exact only up to the importance
+// sampling's error. The full-data chains and their importance-sampling
+// adaptation then use the resampling sweep with fresh random numbers at
+// every evaluation, an unbiased estimate of the likelihood, and keep the
+// current state's estimate until the chain moves (pseudomarginal.go):
+// pseudo-marginal Metropolis–Hastings (Andrieu and Roberts 2009), whose
+// target is the exact posterior whatever the estimate's noise. Chains on
+// subsequence gradients would run on the plain estimate instead, with the
+// discretisation correction towards a finer one (four times the paths).
 // Particle filters take every other model; their gradients are noisy
 // and not continuous in u, so only SGLD with the plain or control-variate
 // gradient applies, at small steps (docs/particles.md).

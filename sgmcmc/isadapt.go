@@ -28,9 +28,15 @@ import (
 // sampling is good enough to use.
 func (f *fit) adaptIS(ctx context.Context) (*amis.Result, error) {
 	mode, chol := f.targetLaplace()
+	return f.adaptISFrom(ctx, mode, chol, 0)
+}
+
+// adaptISFrom is adaptIS with the first proposal centred at mode with
+// scale chol, its streams offset by off.
+func (f *fit) adaptISFrom(ctx context.Context, mode, chol []float64, off uint64) (*amis.Result, error) {
 	res, err := amis.Adapt(ctx, amis.Config{
 		Mode: mode, Chol: chol, Seed: f.s.Seed, Chains: f.s.Chains,
-		DrawStream: isDrawStream, LogPostStream: isLogPostStream, StartStream: isStartStream,
+		DrawStream: isDrawStream + off, LogPostStream: isLogPostStream + off<<27, StartStream: isStartStream + off,
 		LogPosteriors: f.logPosteriors,
 		Surrogate:     f.chooseSurrogate,
 		Log:           f.log,

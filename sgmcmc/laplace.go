@@ -13,12 +13,15 @@ import (
 // is scored by Laplace importance sampling (pf.Laplace) instead of
 // particle filters: laplaceModel makes it an ssm.ExactScorer whose
 // log-likelihood is a deterministic, smooth function of u (its paths use
-// fixed random numbers), and an ssm.RefinedScorer whose finer
+// fixed random numbers), on which the preparation runs as for GARCH's
+// quadrature filter (Newton steps on the full-data log posterior, the
+// metric, the noise). The full-data chains then run pseudo-marginal on
+// the resampling sweep with fresh random numbers (pmLaplace), which
+// needs no correction. Chains on subsequence gradients would run on the
+// plain estimate, which is an ssm.RefinedScorer whose finer
 // log-likelihood uses laplaceRefine times the paths with other random
-// numbers. The fit then runs as for GARCH's quadrature filter: Newton
-// steps on the full-data log posterior, the correction of the chains'
-// target towards the finer scorer, exact Metropolis–Hastings chains, and
-// the check of the correction by importance weights after sampling.
+// numbers: their target is corrected towards it, and the correction is
+// checked by importance weights after sampling.
 
 // laplacePaths is the default number of paths of the chains' scorer
 // (FitSettings.LaplacePaths) and laplaceRefine the factor of the finer
@@ -70,6 +73,17 @@ func newLaplaceModel(model ssm.Model, u []float64, paths int, seed uint64) *lapl
 }
 
 func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, paths int, seed uint64) (float64, error) {
+	return m.run(grad, u, seq, w, paths, seed, true)
+}
+
+// sweep is the chains' estimate on the pseudo-marginal path
+// (pmLaplace): the resampling sweep over the whole window, unbiased for
+// p(y | u) whatever seed.
+func (m *laplaceModel) sweep(grad, u []float64, seq ssm.Sequence, w ssm.Window, seed uint64) (float64, error) {
+	return m.run(grad, u, seq, w, m.paths, seed, false)
+}
+
+func (m *laplaceModel) run(grad, u []float64, seq ssm.Sequence, w ssm.Window, paths int, seed uint64, plain bool) (float64, error) {
 	wk, _ := m.pool.Get().(*laplaceWorker)
 	if wk == nil {
 		wk = new(laplaceWorker)
@@ -96,7 +110,7 @@ func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, 
 	// unconverged on MSV{D: 2} (the blocks' Fisher-identity score agrees
 	// less with their log-likelihood than a whole window's): see
 	// docs/particles.md.
-	wk.l.Paths, wk.l.Seed, wk.l.Plain, wk.l.Whole = paths, seed, true, true
+	wk.l.Paths, wk.l.Seed, wk.l.Plain, wk.l.Whole = paths, seed, plain, true
 	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
 }
 
@@ -149,7 +163,7 @@ func (m *laplaceModel) ScoreCost() float64 {
 
 // describe says what the scorer is, for Preparation.Path.
 func (m *laplaceModel) describe() string {
-	return fmt.Sprintf("Laplace importance sampling (pf.Laplace, %d paths, refined with %d): the state is linear Gaussian (ssm.LinearGaussian) and the emission has derivatives (ssm.EmissionCurvature), so no particles; deterministic in the parameters (common random numbers), with the chains' target corrected towards the finer scorer", m.paths, laplaceRefine*m.paths)
+	return fmt.Sprintf("Laplace importance sampling (pf.Laplace, %d paths): the state is linear Gaussian (ssm.LinearGaussian) and the emission has derivatives (ssm.EmissionCurvature), so no particles; the full-data chains are pseudo-marginal, on an unbiased likelihood estimate with fresh random numbers at each proposal, so they target the exact posterior", m.paths)
 }
 
 // refineHint is the cure the discretisation warnings give: a finer

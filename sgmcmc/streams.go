@@ -47,6 +47,10 @@ const (
 	// isLogPostStream + r<<24 + i drives the log posterior of round r's
 	// i-th point.
 	isLogPostStream = 1 << 48
+	// (win+1)·isRetryOffset is added to isDrawStream and isStartStream
+	// (and, shifted left by 27, to isLogPostStream) for the importance
+	// sampling retried after adaptation window win (retryIS).
+	isRetryOffset = 1 << 16
 
 	// predictiveScoreStream | i, forecastStream | d and loglikStream | i
 	// drive the Posterior's PredictiveScore (draw d), Forecast (draw d)

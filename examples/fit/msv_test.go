@@ -125,9 +125,7 @@ func TestMSVBadInput(t *testing.T) {
 // the parameters and the series, trace.csv holds the draws, -states writes
 // both series' smoothed log-volatility and -forecast the log-volatility
 // and return of each. The fit runs on Laplace importance sampling on 2
-// chains at fit seed 2 (23 s on a 2-core machine; seeds 1, 4 and 7 took
-// 20–31 s, seed 5 53 s with a warning from the check of the
-// discretisation correction).
+// chains at fit seed 2 (18 s on a 2-core machine).
 func TestMSVFit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an MSV fit: long test")
