@@ -159,7 +159,8 @@ func (f *fit) adapt(ctx context.Context) error {
 		if err := f.updateMetric(cov); err != nil {
 			return err
 		}
-		if acc, ind := acceptance().rates(); !math.IsNaN(acc) {
+		acc, ind := acceptance().rates()
+		if !math.IsNaN(acc) {
 			f.tuneMALA(acc, ind)
 			f.tuneIndependence(ind)
 		}
@@ -185,7 +186,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		if win == adaptWindows-1 {
 			pr.IAT *= h / pr.StepSize
 		}
-		if pr.Gradient == FullGradient {
+		if pr.Gradient == FullGradient && retryWorth(acc) {
 			if ok, err := f.retryIS(ctx, traceMean(trace, p, skip), total, win); ok || err != nil {
 				return err
 			}
@@ -216,6 +217,20 @@ func (f *fit) retryIS(ctx context.Context, mean []float64, total, win int) (ok b
 	pr.AdaptIterations += total
 	return true, nil
 }
+
+// retryMinAccept is the local steps' acceptance rate in an adaptation
+// window below which retryIS is not tried after it: chains that rarely
+// moved leave a mean and metric that say little about the posterior. On
+// MSV{D: 2} on DAX and CAC 40 the first window accepted 22% of its
+// random-walk steps and the importance sampling from it succeeded; on
+// MSV{D: 5} (T = 5,000) the first window accepted 3%, and three rounds
+// from it (1,875 log posteriors of about 1 s) kept an ESS of 1.
+const retryMinAccept = 0.1
+
+// retryWorth reports whether an adaptation window whose local steps were
+// accepted at rate acc (NaN: unknown) is worth retrying the importance
+// sampling from.
+func retryWorth(acc float64) bool { return acc >= retryMinAccept }
 
 // traceMean returns the mean of the draws of all chains after the first
 // skip of each.

@@ -168,9 +168,9 @@
 //     adaptation windows of step 3 run instead, with the Langevin step
 //     tuned to an acceptance rate of 0.7; independence steps accepted
 //     under 2% of the time in a window drop to 10% of the steps. After
-//     each window the importance sampling is tried again from the
-//     window's mean and metric (retryIS), and the windows end when it
-//     succeeds (MSV on DAX and CAC 40: after the first window, whose
+//     each window whose local steps were accepted at least 10% of the
+//     time the importance sampling is tried again from the window's mean
+//     and metric (retryIS), and the windows end when it succeeds (MSV on DAX and CAC 40: after the first window, whose
 //     random-walk chains had found the mass 3 sds from the Newton
 //     steps' end). On
 //     Laplace importance sampling, whose score is not the derivative of

@@ -25,11 +25,13 @@ import (
 
 // laplacePaths is the default number of paths of the chains' scorer
 // (FitSettings.LaplacePaths) and laplaceRefine the factor of the finer
-// scorer's. On MSV{D: 2} over 2,000 simulated rows (docs/particles.md)
-// the check after sampling left the chains' means up to 0.18 sd from the
-// finer scorer's with 32 paths (a warning, 59 s), up to 0.11 sd with 64
-// (a warning: 0.035 with other random numbers, so 64 is on the edge; 36 s)
-// and up to 0.013 sd with 128 (53 s).
+// scorer's. With pseudo-marginal chains the paths trade each estimate's
+// noise against its cost: on MSV{D: 2} 64 paths took 43.9 s instead of
+// 39.8 s on 2,000 simulated rows and 76.2 s instead of 82.0 s on DAX and
+// CAC 40, all within 0.10 NUTS sds (docs/particles.md). On the
+// corrected plain estimate, the chains' target before, 32 and 64 paths
+// left the chains' means up to 0.18 and 0.11 sd from the finer scorer's
+// on the simulated series, 128 up to 0.013 sd.
 const (
 	laplacePaths  = 128
 	laplaceRefine = 4

@@ -68,7 +68,7 @@ func TestFitLaplaceLGSSMd(t *testing.T) {
 			t.Errorf("%s: mean %.2f reference sds off, sd ratio %.2f, R-hat %.3f", names[j], z, ratio, r.Rhat)
 		}
 	}
-	t.Logf("reference ESS %.0f; %d iterations per chain; warnings %q", ess, post.Iterations, post.Warnings)
+	t.Logf("reference ESS %.0f; %d iterations per chain; warnings %q; gradient %v walk %v", ess, post.Iterations, post.Warnings, post.Preparation.Gradient, post.Preparation.Walk)
 }
 
 // exactMoments returns the posterior means and sds of the natural

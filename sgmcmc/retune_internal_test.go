@@ -52,3 +52,18 @@ func TestRetuneLangevin(t *testing.T) {
 		t.Errorf("rates without Metropolis–Hastings chains %g, %g, want NaN", acc, ind)
 	}
 }
+
+// TestRetryWorth: importance sampling is retried after an adaptation
+// window whose random-walk steps moved (MSV{D: 2} on DAX and CAC 40: 22%
+// accepted, retryMinAccept 0.1), not after one whose chains stood still
+// (MSV{D: 5}: 3%) or whose rate is unknown.
+func TestRetryWorth(t *testing.T) {
+	for _, c := range []struct {
+		acc  float64
+		want bool
+	}{{0.22, true}, {retryMinAccept, true}, {0.03, false}, {math.NaN(), false}} {
+		if got := retryWorth(c.acc); got != c.want {
+			t.Errorf("retryWorth(%v) = %v, want %v", c.acc, got, c.want)
+		}
+	}
+}

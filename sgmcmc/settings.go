@@ -116,8 +116,12 @@ type FitSettings struct {
 	CVParticles int
 	// LaplacePaths is the number of importance paths of pf.Laplace for a
 	// model scored by Laplace importance sampling (see AutoFilter), even
-	// (0: 128); its finer scorer has four times as many. Raise it when a
-	// warning says the correction towards the finer scorer falls short.
+	// (0: 128). The full-data chains are pseudo-marginal on its unbiased
+	// estimate, whose target is the exact posterior for any number of
+	// paths: more paths make each estimate less noisy (the chains mix
+	// better) and dearer. Chains on subsequence gradients use its plain
+	// estimate corrected towards a finer one with four times the paths;
+	// raise it when a warning says that correction falls short.
 	LaplacePaths int
 	// AnchorParticles is the number of particles of the filter that
 	// estimates the full-data score at the mode, whose particle bias the

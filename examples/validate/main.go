@@ -152,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "docs", "directory of the page (validation.md) and its figures (figures/validation_*.png); empty: write no page")
-	long := fs.Bool("long", false, "include the slow cases: GARCH on the S&P 500 (about 75 s on 2 cores) and the simulated SVM at T = 10^6")
+	long := fs.Bool("long", false, "include the slow cases: the bivariate SV on DAX and CAC 40, GARCH on the S&P 500 (about 100 s each on 2 cores) and the simulated SVM at T = 10^6")
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of the table")
 	only := fs.String("only", "", "comma-separated case names to run (default: all; "+caseNames()+"; with -scaling: model-length names such as garch-17k)")
 	scaling := fs.Bool("scaling", false, "instead of the validation cases, fit every model simulated at T = 2k, 17k, 62k and 10^6 and write docs/scaling.md: cost per effective draw against T (about an hour on 2 cores)")
