@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -241,4 +243,61 @@ func TestFitPseudoMarginalSV(t *testing.T) {
 		}
 	}
 	t.Logf("reference ESS %.0f; %d iterations per chain; warnings %q; fit %v", ess, post.Iterations, post.Warnings, post.Total)
+}
+
+// TestCheckpointPseudoMarginal: the pseudo-marginal chains draw their
+// estimates' random numbers from the chains' generators and keep the
+// current state's estimate in their kernels, so a fit interrupted in its
+// sampling and resumed from its checkpoint gives the same draws as the
+// uninterrupted fit (MSV{D: 1}, 200 simulated rows, little persistence so
+// that the weights are uneven and the chains pseudo-marginal).
+func TestCheckpointPseudoMarginal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three whole fits: long test")
+	}
+	m := models.MSV{D: 1}
+	u0 := make([]float64, 3)
+	if err := m.Unconstrain(u0, []float64{0.6, 0.75, 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, y, err := m.Simulate(200, u0, rand.New(rand.NewPCG(7, 8)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ssm.Dataset{Sequences: []ssm.Sequence{y}}
+	set := sgmcmc.FitSettings{Seed: 2, Chains: 2, KSDDraws: -1, MinIterations: -1}
+	whole, err := sgmcmc.Fit(context.Background(), m, data, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !whole.Preparation.Walk {
+		t.Fatalf("the weights are even (%s): the chains are not pseudo-marginal", whole.Preparation.Path)
+	}
+	dir := t.TempDir()
+	s := set
+	s.Checkpoint = filepath.Join(dir, "ck")
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Recorder = &stopAt{k: whole.Iterations / 2, cancel: cancel}
+	part, err := sgmcmc.Fit(ctx, m, data, s)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if part.Iterations >= whole.Iterations {
+		t.Fatalf("the interrupted fit ran %d iterations per chain of %d", part.Iterations, whole.Iterations)
+	}
+	s.Recorder = nil
+	resumed, err := sgmcmc.Fit(context.Background(), m, data, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d iterations per chain; interrupted after %d", whole.Iterations, part.Iterations)
+	if resumed.Iterations != whole.Iterations {
+		t.Fatalf("resumed fit has %d iterations per chain, uninterrupted %d", resumed.Iterations, whole.Iterations)
+	}
+	for c := range whole.U {
+		if !slices.Equal(resumed.U[c], whole.U[c]) {
+			t.Errorf("chain %d: the resumed draws differ from the uninterrupted fit's", c)
+		}
+	}
 }
