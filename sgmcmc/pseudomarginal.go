@@ -30,6 +30,14 @@ import (
 // use pmLaplace, and no correction towards a finer scorer is needed: the
 // deterministic plain estimate serves the preparation alone (the Newton
 // steps, the metric and the noise measurement).
+//
+// Where the weights are uneven the chains' local steps are random walks
+// (Preparation.Walk), so no proposal depends on the noisy score. Where
+// they are even (a Gaussian emission) the estimate is exact and only the
+// score is random: a Langevin proposal's drift then uses the score kept
+// with the current state (mh.Kernel's cache) or a fresh one drawn from
+// its law given the state, and either way the Metropolis–Hastings test
+// on the extended state leaves the posterior invariant.
 
 // pmLaplace is the chains' estimator on the Laplace path: the log
 // posterior with the log-likelihood of every sequence estimated by
