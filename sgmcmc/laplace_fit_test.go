@@ -265,7 +265,7 @@ func TestCheckpointPseudoMarginal(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := ssm.Dataset{Sequences: []ssm.Sequence{y}}
-	set := sgmcmc.FitSettings{Seed: 2, Chains: 2, KSDDraws: -1, MinIterations: -1}
+	set := sgmcmc.FitSettings{Seed: 2, Chains: 2, KSDDraws: -1, MinIterations: -1, TargetESS: 100}
 	whole, err := sgmcmc.Fit(context.Background(), m, data, set)
 	if err != nil {
 		t.Fatal(err)
