@@ -144,7 +144,7 @@ func (f *fit) adapt(ctx context.Context) error {
 		if win == 0 {
 			skip = n / 4 // transient from the starting draws
 		}
-		cov, cols := pooledCov(trace, p, skip)
+		cov, cols, mean := pooledCov(trace, p, skip)
 		if cov == nil {
 			return fmt.Errorf("sgmcmc: adaptation window %d kept too few draws", win+1)
 		}
@@ -187,7 +187,7 @@ func (f *fit) adapt(ctx context.Context) error {
 			pr.IAT *= h / pr.StepSize
 		}
 		if pr.Gradient == FullGradient && retryWorth(acc) {
-			if ok, err := f.retryIS(ctx, traceMean(trace, p, skip), total, win); ok || err != nil {
+			if ok, err := f.retryIS(ctx, mean, total, win); ok || err != nil {
 				return err
 			}
 		}
@@ -223,8 +223,8 @@ func (f *fit) retryIS(ctx context.Context, mean []float64, total, win int) (ok b
 // moved leave a mean and metric that say little about the posterior. On
 // MSV{D: 2} on DAX and CAC 40 the first window accepted 22% of its
 // random-walk steps and the importance sampling from it succeeded; on
-// MSV{D: 5} (T = 5,000) the first window accepted 3%, and three rounds
-// from it (1,875 log posteriors of about 1 s) kept an ESS of 1.
+// MSV{D: 5} (T = 5,000) the first window accepted 3%, and the first
+// round from it kept an ESS of 1 of 625.
 const retryMinAccept = 0.1
 
 // retryWorth reports whether an adaptation window whose local steps were
@@ -232,35 +232,17 @@ const retryMinAccept = 0.1
 // sampling from.
 func retryWorth(acc float64) bool { return acc >= retryMinAccept }
 
-// traceMean returns the mean of the draws of all chains after the first
-// skip of each.
-func traceMean(t *Trace, p, skip int) []float64 {
-	mean := make([]float64, p)
-	n := 0
-	for _, ch := range t.Chains {
-		for i := skip; i < ch.Len(); i++ {
-			for j := range p {
-				mean[j] += ch.U[i*p+j]
-			}
-			n++
-		}
-	}
-	for j := range mean {
-		mean[j] /= float64(max(n, 1))
-	}
-	return mean
-}
-
 // pooledCov returns the covariance (row-major) of the draws of all chains
-// after the first skip of each, and per coordinate the per-chain columns.
-func pooledCov(t *Trace, p, skip int) ([]float64, [][][]float64) {
+// after the first skip of each, per coordinate the per-chain columns, and
+// the mean.
+func pooledCov(t *Trace, p, skip int) ([]float64, [][][]float64, []float64) {
 	cols := make([][][]float64, p)
 	mean := make([]float64, p)
 	n := 0
 	for _, ch := range t.Chains {
 		k := ch.Len()
 		if k-skip < 4 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		for j := range p {
 			col := make([]float64, k-skip)
@@ -286,7 +268,7 @@ func pooledCov(t *Trace, p, skip int) ([]float64, [][][]float64) {
 			}
 		}
 	}
-	return cov, cols
+	return cov, cols, mean
 }
 
 // updateMetric replaces L by L C, where C Cᵀ is the covariance cov seen in
