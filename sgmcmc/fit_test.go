@@ -238,10 +238,17 @@ func (s *stopAt) Done(*sgmcmc.Result) error { return nil }
 // with "corrupt Multi recorder state" once). It runs with
 // the default (control-variate) chains and with full-data chains, which
 // use surrogate transitions whose surrogate the resumed fit reads from
-// the checkpoint.
+// the checkpoint. The full-data case runs with the long tests only: its
+// ten fits took 20 s under the race detector, and the concurrency they
+// exercise is the control-variate case's.
 func TestFitResume(t *testing.T) {
 	for _, g := range []sgmcmc.Gradient{sgmcmc.AutoGradient, sgmcmc.FullGradient} {
-		t.Run(g.String(), func(t *testing.T) { testFitResume(t, g) })
+		t.Run(g.String(), func(t *testing.T) {
+			if g == sgmcmc.FullGradient && testing.Short() {
+				t.Skip("long test")
+			}
+			testFitResume(t, g)
+		})
 	}
 }
 
@@ -480,6 +487,9 @@ func lgssmSim(t testing.TB) ssm.Dataset {
 // set"); on data too short for a subset it must be the fit without
 // PrepObs, and on sequences shorter than a block each is one block.
 func TestFitPrepObsSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three fits: long test")
+	}
 	full := lgssmSim(t).Sequences[0]
 	ctx := context.Background()
 	short := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: full.Y[:300]}}}
