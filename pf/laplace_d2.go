@@ -68,9 +68,7 @@ func mulT2(a, b m2) m2 {
 
 // logDet2 is logDetChol for d = 2.
 func logDet2(l m2) float64 {
-	s := math.Log(l[0])
-	s += math.Log(l[3])
-	return 2 * s
+	return 2 * math.Log(l[0]*l[3])
 }
 
 // load2 returns the 2×2 block at a[0:4].

@@ -562,3 +562,88 @@ func TestLaplaceRounding(t *testing.T) {
 		t.Errorf("truth: Laplace %.3f, bootstrap filter %.3f: want within 1 nat", v, res.LogLik)
 	}
 }
+
+// TestLaplaceStart: LastMode returns the mode x̂_{0:n} of the window just
+// scored, and Newton's steps started from it (Start) end at the same mode,
+// so the same estimate to rounding (MSV{D: 2}, 300 simulated rows, the
+// resampling sweep): 2 steps (one below the tolerance and the last)
+// instead of the prior mean's. Started from the mode at other parameters
+// (φ, σ and ρ moved) the steps end at that parameters' own mode, and a
+// Start of the wrong length is ignored.
+func TestLaplaceStart(t *testing.T) {
+	m := models.MSV{D: 2}
+	u, err := m.Params([]float64{0.95, 0.9}, []float64{0.2, 0.3}, []float64{0.5}, []float64{1, 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.Params([]float64{0.9, 0.95}, []float64{0.3, 0.25}, []float64{0.3}, []float64{1.1, 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, y, err := m.Simulate(300, u, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ssm.Full(y.Len())
+	score := func(u, start []float64) (float64, pf.Laplace) {
+		t.Helper()
+		k, err := m.Bind(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := pf.Laplace{Paths: 64, Seed: 7, Whole: true, Start: start}
+		ll, err := l.Score(nil, k, m.Dims(), y, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ll, l
+	}
+	var none pf.Laplace
+	if none.LastMode() != nil {
+		t.Errorf("LastMode before any call: %v, want nil", none.LastMode())
+	}
+	_, lU := score(u, nil)
+	mode := lU.LastMode()
+	if len(mode) != (y.Len()+1)*2 {
+		t.Fatalf("LastMode has %d values, want %d", len(mode), (y.Len()+1)*2)
+	}
+	for _, c := range []struct {
+		name  string
+		at    []float64
+		start []float64
+	}{
+		{"its own mode", u, mode},
+		{"another mode", v, nil},
+		{"the wrong length", u, mode[:len(mode)-2]},
+	} {
+		want, lw := score(c.at, nil)
+		if c.name == "another mode" {
+			c.start = mode
+		}
+		got, lg := score(c.at, c.start)
+		if math.Abs(got-want) > 1e-9*math.Abs(want) {
+			t.Errorf("%s: log-likelihood %.12f, from the prior mean %.12f", c.name, got, want)
+		}
+		gm, wm := lg.LastMode(), lw.LastMode()
+		for i := range wm {
+			if math.Abs(gm[i]-wm[i]) > 1e-6 {
+				t.Fatalf("%s: mode[%d] = %.9f, from the prior mean %.9f", c.name, i, gm[i], wm[i])
+			}
+		}
+		t.Logf("%s: %d Newton steps, from the prior mean %d", c.name, lg.Steps, lw.Steps)
+		switch c.name {
+		case "its own mode":
+			if lg.Steps != 2 || lw.Steps <= 2 {
+				t.Errorf("%s: %d steps, from the prior mean %d: want 2 and more", c.name, lg.Steps, lw.Steps)
+			}
+		case "another mode":
+			if lg.Steps >= lw.Steps {
+				t.Errorf("%s: %d steps, not fewer than the prior mean's %d", c.name, lg.Steps, lw.Steps)
+			}
+		case "the wrong length":
+			if lg.Steps != lw.Steps {
+				t.Errorf("%s: %d steps, want the prior mean's %d", c.name, lg.Steps, lw.Steps)
+			}
+		}
+	}
+}

@@ -163,8 +163,8 @@ func BenchmarkLaplaceSpread(b *testing.B) {
 // superdiagonal, σ_i = 0.5, τ_i = 0.4; the series of
 // sgmcmc.BenchmarkFitLaplace) for d = 2, 3, 5, MSV{D: 2} on 2,000 rows
 // (the parameters of testdata/msv_sim2.csv) and MSV{D: 5} on 5,000 rows;
-// and the log-likelihood alone with M = 128, as the full-data chains
-// evaluate it.
+// and the log-likelihood alone with M = 128, the plain estimate and the
+// resampling sweep the pseudo-marginal chains evaluate.
 func BenchmarkLaplaceScore(b *testing.B) {
 	type job struct {
 		name  string
@@ -236,6 +236,29 @@ func BenchmarkLaplaceScore(b *testing.B) {
 				}
 			}
 		})
+		// The resampling sweep with a fresh seed per call, as the
+		// pseudo-marginal chains evaluate it, from the prior mean's path
+		// and from the mode at u (pf.Laplace.Start; the chains start from
+		// the mode at the preparation's u*).
+		for _, start := range []bool{false, true} {
+			name := j.name + "/laplace/sweep/M=128"
+			l := pf.Laplace{Paths: 128, Whole: true}
+			if start {
+				name += "/start"
+				if _, err := l.Score(nil, k, j.model.Dims(), j.seq, w); err != nil {
+					b.Fatal(err)
+				}
+				l.Start = l.LastMode()
+			}
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					l.Seed++
+					if _, err := l.Score(nil, k, j.model.Dims(), j.seq, w); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		if ex, ok := j.model.(ssm.ExactScorer); ok {
 			b.Run(j.name+"/kalman", func(b *testing.B) {
 				for b.Loop() {

@@ -19,6 +19,7 @@ import (
 // discretisation correction when there is one.
 func (f *fit) estimator() (Estimator, error) {
 	if f.pseudoMarginal() {
+		f.laplace.startAt(f.prep.Mode, f.data)
 		return newPMLaplace(f.laplace, f.data, f.dim), nil
 	}
 	est, err := f.baseEstimator()

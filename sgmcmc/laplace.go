@@ -44,6 +44,16 @@ type laplaceModel struct {
 	paths int
 	seed  uint64
 	pool  sync.Pool // of *laplaceWorker
+
+	// starts holds, per sequence, the mode of p(x | y, u*) at the
+	// preparation's mode u*, from which the sweeps' Newton steps start
+	// (pf.Laplace.Start): on the DAX and CAC 40 returns, 6 steps instead
+	// of the prior mean's 8 at other parameters, and a sweep 20% faster
+	// (BenchmarkLaplaceScore's sweep cases show the same on simulated
+	// data). It depends on u* alone, so a resumed fit starts from the
+	// same paths.
+	startOnce sync.Once
+	starts    [][]float64
 }
 
 // laplaceWorker is one goroutine's scorer and kernel.
@@ -75,17 +85,35 @@ func newLaplaceModel(model ssm.Model, u []float64, paths int, seed uint64) *lapl
 }
 
 func (m *laplaceModel) score(grad, u []float64, seq ssm.Sequence, w ssm.Window, paths int, seed uint64) (float64, error) {
-	return m.run(grad, u, seq, w, paths, seed, true)
+	return m.run(grad, u, seq, w, paths, seed, true, nil)
 }
 
 // sweep is the chains' estimate on the pseudo-marginal path
 // (pmLaplace): the resampling sweep over the whole window, unbiased for
 // p(y | u) whatever seed.
-func (m *laplaceModel) sweep(grad, u []float64, seq ssm.Sequence, w ssm.Window, seed uint64) (float64, error) {
-	return m.run(grad, u, seq, w, m.paths, seed, false)
+func (m *laplaceModel) sweep(grad, u []float64, seq ssm.Sequence, w ssm.Window, seed uint64, start []float64) (float64, error) {
+	return m.run(grad, u, seq, w, m.paths, seed, false, start)
 }
 
-func (m *laplaceModel) run(grad, u []float64, seq ssm.Sequence, w ssm.Window, paths int, seed uint64, plain bool) (float64, error) {
+// startAt sets m.starts, once, to the modes of every sequence of data at
+// u; a sequence whose mode fails keeps the prior mean's start.
+func (m *laplaceModel) startAt(u []float64, data ssm.Dataset) {
+	m.startOnce.Do(func() {
+		k, err := m.Bind(u)
+		if err != nil {
+			return
+		}
+		l := pf.Laplace{Paths: 2, Plain: true, Whole: true}
+		m.starts = make([][]float64, len(data.Sequences))
+		for j, seq := range data.Sequences {
+			if _, err := l.Score(nil, k, m.Dims(), seq, ssm.Full(seq.Len())); err == nil {
+				m.starts[j] = l.LastMode()
+			}
+		}
+	})
+}
+
+func (m *laplaceModel) run(grad, u []float64, seq ssm.Sequence, w ssm.Window, paths int, seed uint64, plain bool, start []float64) (float64, error) {
 	wk, _ := m.pool.Get().(*laplaceWorker)
 	if wk == nil {
 		wk = new(laplaceWorker)
@@ -112,7 +140,7 @@ func (m *laplaceModel) run(grad, u []float64, seq ssm.Sequence, w ssm.Window, pa
 	// unconverged on MSV{D: 2} (the blocks' Fisher-identity score agrees
 	// less with their log-likelihood than a whole window's): see
 	// docs/particles.md.
-	wk.l.Paths, wk.l.Seed, wk.l.Plain, wk.l.Whole = paths, seed, plain, true
+	wk.l.Paths, wk.l.Seed, wk.l.Plain, wk.l.Whole, wk.l.Start = paths, seed, plain, true, start
 	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
 }
 

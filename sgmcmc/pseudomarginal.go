@@ -83,7 +83,11 @@ func (e *pmLaplace) eval(ctx context.Context, grad, u []float64, rng *rand.Rand)
 			g = e.g
 			clear(g)
 		}
-		ll, err := e.m.sweep(g, u, seq, ssm.Full(seq.Len()), seed+uint64(j))
+		var start []float64
+		if j < len(e.m.starts) {
+			start = e.m.starts[j]
+		}
+		ll, err := e.m.sweep(g, u, seq, ssm.Full(seq.Len()), seed+uint64(j), start)
 		if err != nil {
 			return math.NaN(), fmt.Errorf("sgmcmc: sequence %d: %w", j, err)
 		}
