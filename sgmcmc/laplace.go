@@ -28,7 +28,8 @@ import (
 // scorer's. With pseudo-marginal chains the paths trade each estimate's
 // noise against its cost: on MSV{D: 2} 64 paths took 43.9 s instead of
 // 39.8 s on 2,000 simulated rows and 76.2 s instead of 82.0 s on DAX and
-// CAC 40, all within 0.10 NUTS sds (docs/particles.md). On the
+// CAC 40, all within 0.10 NUTS sds (docs/particles.md; measured before
+// the sweep got faster). On the
 // corrected plain estimate, the chains' target before, 32 and 64 paths
 // left the chains' means up to 0.18 and 0.11 sd from the finer scorer's
 // on the simulated series, 128 up to 0.013 sd.
