@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/amis"
@@ -187,50 +186,38 @@ func (f *fit) logPosteriors(ctx context.Context, xs [][]float64, stream uint64) 
 	for i := range out {
 		out[i] = math.Inf(-1) // until evaluated: a worker without an estimator leaves its points failed
 	}
-	workers := max(1, min(f.s.Workers, len(xs)))
-	var wg sync.WaitGroup
+	workers := f.workersFor(len(xs))
 	errs := make([]error, workers)
 	nfail := make([]int, workers)
 	nedge := make([]int, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			est, err := f.estimator()
-			if err != nil {
+	werr := f.withEstimators(len(xs), func(w int, est Estimator, i int) error {
+		d, ok := est.(logDensity)
+		if !ok {
+			return fmt.Errorf("sgmcmc: the %v estimator has no log posterior", f.prep.Gradient)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
+		lp, err := d.LogPosterior(ctx, xs[i], rng)
+		if err != nil {
+			// A failed point weighs 0; the worker goes on.
+			lp = math.Inf(-1)
+			nfail[w]++
+			if ge := (*gradient.GridEdgeError)(nil); errors.As(err, &ge) {
+				nedge[w]++
+			}
+			if errs[w] == nil {
 				errs[w] = err
-				return
 			}
-			d, ok := est.(logDensity)
-			if !ok {
-				errs[w] = fmt.Errorf("sgmcmc: the %v estimator has no log posterior", f.prep.Gradient)
-				return
-			}
-			for i := w; i < len(xs); i += workers {
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				rng := rand.New(rand.NewPCG(f.s.Seed, stream+uint64(i)))
-				lp, err := d.LogPosterior(ctx, xs[i], rng)
-				if err != nil {
-					lp = math.Inf(-1)
-					nfail[w]++
-					if ge := (*gradient.GridEdgeError)(nil); errors.As(err, &ge) {
-						nedge[w]++
-					}
-					if errs[w] == nil {
-						errs[w] = err
-					}
-				}
-				out[i] = lp
-			}
-		}()
-	}
-	wg.Wait()
+		}
+		out[i] = lp
+		return nil
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	errs = append(errs, werr)
 	f.isEdge[1] += len(xs)
 	for _, n := range nedge {
 		f.isEdge[0] += n

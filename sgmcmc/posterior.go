@@ -240,6 +240,12 @@ func (f *fit) ksd(ctx context.Context, post *Posterior) (*ksd.Result, error) {
 		copy(x[i*f.dim:(i+1)*f.dim], pooled[j*f.dim:(j+1)*f.dim])
 	}
 	scores := make([]float64, K*f.dim)
+	if f.pseudoMarginal() {
+		if err := f.pmKSDScores(ctx, x, scores, K); err != nil {
+			return nil, err
+		}
+		return ksd.Compute(x, scores, f.dim, nil)
+	}
 	if f.prep.Gradient == FullGradient || f.deterministic() {
 		// The exact full-data posterior's scores, not a tiling's (whose
 		// buffers may not forget the state: on the S&P 500 GARCH's tiled

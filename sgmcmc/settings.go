@@ -286,8 +286,11 @@ type FitSettings struct {
 	// kernel Stein discrepancy is computed from full-data scores: one exact
 	// pass over the data each with a deterministic filter (the model's
 	// exact scorer or a grid), one tiling of buffered blocks each with
-	// particles. 0 means 50, or none when the data have more than 10⁵
-	// observations; negative skips it.
+	// particles, one resampling sweep of Laplace importance sampling each
+	// on the pseudo-marginal path (a noisy estimate of the exact score,
+	// which adds to the KSD; the plain estimate's score is biased there).
+	// 0 means 50, or none when the data have more than 10⁵ observations;
+	// negative skips it.
 	KSDDraws int
 }
 

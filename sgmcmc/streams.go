@@ -30,8 +30,8 @@ const (
 	// adaptStartStream + c drives chain c's start, drawn from N(u*, LLᵀ),
 	// of the adaptation windows.
 	adaptStartStream = 1 << 43
-	// ksdStream + i drives the tiled score (particle filters) at the
-	// i-th draw the KSD weighs.
+	// ksdStream + i drives the tiled score (particle filters), or the
+	// pseudo-marginal sweep's score, at the i-th draw the KSD weighs.
 	ksdStream = 1 << 44
 	// adaptNoiseStream + win<<20 drives the noise probes at the chains'
 	// points after adaptation window win.
