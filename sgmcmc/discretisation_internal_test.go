@@ -282,6 +282,7 @@ func TestDiscretisationCorrection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	data := lgssmSimInternal(t)
 	// u_0's posterior sd and mode on these data (L_00 and u*_0 of the
 	// untilted fit).

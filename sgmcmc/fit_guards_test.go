@@ -67,6 +67,7 @@ func TestFitShortSequence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two fits")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	y := lgssmSim(t).Sequences[0].Y
 	ctx := context.Background()
 	set := sgmcmc.FitSettings{Seed: 1, KSDDraws: -1, MinIterations: 2000}

@@ -135,6 +135,7 @@ func TestFitDAXDefault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq := daxSeq(t)
 	post, err := sgmcmc.Fit(context.Background(), models.SVM{}, ssm.Dataset{Sequences: []ssm.Sequence{seq}}, sgmcmc.FitSettings{Seed: 1, KSDDraws: -1})
 	if err != nil {
@@ -161,6 +162,7 @@ func TestFitShortSeries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq := daxSeq(t)
 	seq.Y = seq.Y[:201]
 	var log strings.Builder
@@ -200,6 +202,7 @@ func TestFitLGSSMSP500(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "sp500_returns.csv"))
 	if err != nil {
 		t.Fatal(err)

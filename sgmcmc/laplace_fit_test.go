@@ -38,6 +38,7 @@ func TestFitLaplaceLGSSMd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	lg := models.LGSSMd{D: 2}
 	u0, err := lg.Params([]float64{0.8, 0.1, -0.2, 0.6}, []float64{0.5, 0.4}, []float64{0.3, 0.5})
 	if err != nil {
@@ -205,6 +206,7 @@ func TestFitPseudoMarginalSV(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	m := models.MSV{D: 1}
 	u0 := make([]float64, 3)
 	if err := m.Unconstrain(u0, []float64{0.6, 0.75, 1}); err != nil {

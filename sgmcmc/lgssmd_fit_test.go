@@ -22,6 +22,7 @@ func TestFitLGSSMd3Default(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	m := models.LGSSMd{D: 3}
 	A := []float64{0.99, 0, 0, 0.3, 0.5, 0, 0, 0.2, 0.7}
 	u, err := m.Params(A, []float64{0.5, 0.7, 0.6}, []float64{0.4, 0.5, 0.3})

@@ -25,6 +25,7 @@ func TestShortRunSpread(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole fit: long test")
 	}
+	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "sp500_returns.csv"))
 	if err != nil {
 		t.Fatal(err)
