@@ -128,14 +128,14 @@ func TestGARCHTangentFD(t *testing.T) {
 // paperScore is the gradient formula of the paper's appendix (and the
 // authors' code): the chain rule through σ_t² stops at α, β, γ, dropping
 // γ ∂σ_{t−1}²/∂u. It is computed here from the natural parameters, in the
-// u coordinates of this package (u_1 = logit(μ/2) instead of log μ).
+// u coordinates of this package (u_1 = u_μ instead of log μ).
 func paperScore(u, x []float64, y ssm.Sequence) []float64 {
 	const S = 6
 	theta := make([]float64, 4)
 	models.GARCH{}.Constrain(theta, u)
 	mu, phi, lam, tau := theta[0], theta[1], theta[2], theta[3]
 	alpha, beta, gamma := mu*(1-phi), phi*lam, phi*(1-lam)
-	dmu, dphi, dlam := mu*(1-mu/2), phi*(1-phi), lam*(1-lam)
+	dmu, dphi, dlam := mu*(1-math.Pow(mu/2, 4)), phi*(1-phi), lam*(1-lam)
 	g := make([]float64, 4)
 	// Initial term: ∇ log N(x_0 | 0, μ) (exact: σ_0² = μ has no history).
 	x0 := x[0]
@@ -200,7 +200,7 @@ func TestGARCHTransformAndPrior(t *testing.T) {
 	}
 	// A user prior replaces the default.
 	custom := models.Independent{
-		Transforms: []models.Transform{{Lo: 0, Hi: 2}, models.Unit, models.Unit, models.Positive},
+		Transforms: []models.Transform{{Lo: 0, Hi: 2, Power: 4}, models.Unit, models.Unit, models.Positive},
 		Marginals:  []models.Marginal{models.Uniform{Lo: 0, Hi: 2}, models.Uniform{Lo: 0, Hi: 1}, models.Uniform{Lo: 0, Hi: 1}, models.Normal{Mu: 1, Sigma: 1}},
 	}
 	u := cases[0]
@@ -561,7 +561,7 @@ func ExampleGARCH() {
 	// lambda = 0.9412
 	// tau = 0.3000
 	// degenerate: true locally optimal proposal: true
-	// initial score: [0.1667 0.0000 0.0000 0.0000]
+	// initial score: [0.2469 0.0000 0.0000 0.0000]
 }
 
 func BenchmarkGARCHKernel(b *testing.B) {

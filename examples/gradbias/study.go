@@ -88,16 +88,16 @@ func phiDeriv(u []float64) func(g []float64) float64 {
 
 // garchDUDBeta returns ∂u/∂β at the natural parameters θ = (μ, φ, λ, τ) of
 // models.GARCH, with α, γ and τ held fixed (the paper's GARCH β). With
-// μ = α/(1−β−γ), φ = β+γ, λ = β/(β+γ) and u = (logit(μ/2), logit φ, logit λ,
-// log τ):
+// μ = α/(1−β−γ), φ = β+γ, λ = β/(β+γ) and u = (u_μ, logit φ, logit λ,
+// log τ), dμ/du_μ = μ(1 − (μ/2)⁴):
 //
-//	∂u_1/∂β = 2/(μ(2−μ)) · μ/(1−φ) = 2/((2−μ)(1−φ)),
+//	∂u_1/∂β = 1/(μ(1 − (μ/2)⁴)) · μ/(1−φ) = 1/((1 − (μ/2)⁴)(1−φ)),
 //	∂u_2/∂β = 1/(φ(1−φ)),
 //	∂u_3/∂β = 1/(λ(1−λ)) · (1−λ)/φ = 1/β,
 //	∂u_4/∂β = 0.
 func garchDUDBeta(theta []float64) [4]float64 {
 	mu, phi, lambda := theta[0], theta[1], theta[2]
-	return [4]float64{2 / ((2 - mu) * (1 - phi)), 1 / (phi * (1 - phi)), 1 / (phi * lambda), 0}
+	return [4]float64{1 / ((1 - math.Pow(mu/2, 4)) * (1 - phi)), 1 / (phi * (1 - phi)), 1 / (phi * lambda), 0}
 }
 
 // config is one estimator g^PF(S, B, N) whose expectation over the random

@@ -54,7 +54,7 @@ B = 0) and Buffer (S, B) particle filter gradients (N particles), each run
 for the same compute time per chain. The SGLD step is h = eps / T (eps is
 the step size per observation); each method's eps is chosen from the grid
 by the smallest mean log10 KSD, computed on the unconstrained parameters
-(SVM: atanh phi, log sigma, log tau; GARCH: logit(mu/2), logit phi,
+(SVM: atanh phi, log sigma, log tau; GARCH: u_mu (mu = 2 logistic(4 u_mu)^(1/4)), logit phi,
 logit lambda, log tau) with full-sequence particle filter scores (-ksdN
 particles). Prints the grid search, our tables next to the paper's, and
 writes results_<model>.json and MSE traces mse_<model>_<param>.png to -out.

@@ -5,7 +5,7 @@ import "github.com/pbsgmcmc/pbsgmcmc/examples/internal/compare"
 // The paper's appendix Tables 7 (synthetic SVM) and 8 (synthetic GARCH):
 // log10 KSD per parameter and in total, mean (sd) over chains. Table 8's
 // columns (log μ, logit λ, logit φ, τ) are reordered to ours (μ, φ, λ, τ);
-// the paper's μ coordinate is log μ where ours is logit(μ/2).
+// the paper's μ coordinate is log μ where ours is u_μ (models.GARCH).
 var (
 	paperSVM = compare.PaperTable{
 		Title:   "Paper, Table 7 (synthetic SVM, T = 1000)",

@@ -29,7 +29,7 @@
 // Constrain(u), where a bounded parameter's log-likelihood stays finite
 // at its bound, and leaves π̃'s tails to the prior p (exact, with the
 // transform's Jacobian): GARCH's μ has its posterior tail at its bound
-// (u = logit(μ/2) → ∞ as φ → 1) from the logit's Jacobian alone, the DAX
+// (u_μ → ∞ as φ → 1) from the transform's Jacobian alone, the DAX
 // log-likelihood along that ridge changing by 0.27 nats from μ = 1.2 to
 // 2 (nearly a quadratic in μ) while the log prior falls by 7. A quadratic
 // in u cannot follow that, and a surrogate short of π there holds chains
