@@ -156,7 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of the table")
 	only := fs.String("only", "", "comma-separated case names to run (default: all; "+caseNames()+"; with -scaling: model-length names such as garch-17k)")
 	scaling := fs.Bool("scaling", false, "instead of the validation cases, fit every model simulated at T = 2k, 17k, 62k and 10^6 and write docs/scaling.md: cost per effective draw against T (about an hour on 2 cores)")
-	budget := fs.Duration("budget", 10*time.Minute, "with -scaling: each fit's time budget (examples/fit -time)")
+	budget := fs.Duration("budget", defaultScalingBudget, "with -scaling: each fit's time budget (examples/fit -time)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./examples/validate [flags]\n\nFits each case with examples/fit and compares it with its reference; writes docs/validation.md.\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -91,6 +91,10 @@ func joinParams(p []float64) string {
 	return strings.Join(s, ",")
 }
 
+// defaultScalingBudget is -budget's default: each scaling fit's time
+// budget.
+const defaultScalingBudget = 10 * time.Minute
+
 // scalingGrace is how long past its own time budget a fit may run before
 // the runner stops it: Fit checks its budget only once the preparation is
 // done, and the preparation of a long series with full-data passes can
@@ -149,7 +153,11 @@ func writeScalingPage(path string, results []result, budget time.Duration, total
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# Cost against the length of the series\n\n")
 	p("This page is written by one command, from the repository root:\n\n")
-	p("```sh\ngo run ./examples/validate -scaling\n```\n\n")
+	flag := ""
+	if budget != defaultScalingBudget {
+		flag = " -budget " + budget.String()
+	}
+	p("```sh\ngo run ./examples/validate -scaling%s\n```\n\n", flag)
 	p("Each model is simulated at every length with `examples/simulate` (seed 1) and fitted by\n")
 	p("[examples/fit](../examples/fit/README.md) with its defaults and `-time %v` (the budget of the whole fit;\n", budget)
 	p("a fit that reaches it while sampling stops with a warning, and the runner stops one whose preparation\n")
