@@ -257,7 +257,8 @@ func (r *runaway) check(dataWarn []string) error {
 // (H + μD) d = ∇log π with H = −J − ∇²log p, each accepted only where the
 // exact log posterior increases (one pass on values), μ shrunk after a
 // success and grown after a failure; D is diag(H) where H is positive
-// definite (the full Newton step first), I where it is not. It stops when −J + prior curvature is
+// definite (the full Newton step first), I where it is not (dampedStep).
+// It stops when −J + prior curvature is
 // positive definite and its Newton step is < 0.1 posterior sd, and
 // returns u, the exact score there as a tiling (se 0, fisher −J), that H
 // and its Cholesky factor; if it never gets there, h is nil (the caller's
@@ -322,14 +323,12 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 		if err != nil {
 			return nil, nil, nil, nil, stream, err
 		}
-		if moved {
-			u, cur = u2, lv
-		}
 		if !moved {
 			// No ascent along any damped step: u is the mode to the
 			// precision of the log posterior's rounding.
 			return u, t, h, l, stream, nil
 		}
+		u, cur = u2, lv
 		if stalled {
 			f.log("Newton steps stalled: the last step, damped, gained under %g in log posterior", newtonStallGain)
 			break
