@@ -153,6 +153,18 @@ type Laplace struct {
 	// and the proposal does not depend on the paths' random numbers, so
 	// the estimate stays unbiased.
 	Start []float64
+	// StartSteps, when positive and Start is used, ends the mode's Newton
+	// steps after that many, converged or not. The Gaussian model is then
+	// the expansion at a point near the mode, which the Gauss–Hermite
+	// refits adjust as usual; importance sampling from any Gaussian keeps
+	// the estimate unbiased, so only its spread could change. From the
+	// mode at parameters 0.05–0.15 away in each coordinate of u, on 2,000
+	// rows of MSV{D: 2}, two steps instead of the 5–6 to convergence
+	// changed the log-likelihood by under 10⁻⁵ on each of 40 seeds
+	// (TestLaplaceStartSteps). Leave it 0 where the estimate must be smooth
+	// in θ (Plain): the steps' count is then the only thing that changes
+	// the mode with θ.
+	StartSteps int
 
 	ws laplaceWork
 }
@@ -331,8 +343,12 @@ func (l *Laplace) mode(ec ssm.EmissionCurvature, seq ssm.Sequence, win ssm.Windo
 	w := &l.ws
 	d := w.d
 	w.modeLen = 0
+	maxSteps := laplaceMaxSteps
 	if len(l.Start) == (n+1)*d {
 		copy(w.xhat, l.Start)
+		if l.StartSteps > 0 {
+			maxSteps = l.StartSteps
+		}
 	} else {
 		copy(w.xhat[:d], w.m0)
 		for s := 1; s <= n; s++ {
@@ -368,7 +384,7 @@ func (l *Laplace) mode(ec ssm.EmissionCurvature, seq ssm.Sequence, win ssm.Windo
 		}
 		w.xhat, w.xnew = w.xnew, w.xhat
 		obj = next
-		if last {
+		if last || step == maxSteps {
 			w.modeLen = (n + 1) * d
 			return step, nil
 		}

@@ -237,23 +237,41 @@ func BenchmarkLaplaceScore(b *testing.B) {
 			}
 		})
 		// The resampling sweep with a fresh seed per call, as the
-		// pseudo-marginal chains evaluate it, from the prior mean's path
-		// and from the mode at u (pf.Laplace.Start; the chains start from
-		// the mode at the preparation's u*).
-		for _, start := range []bool{false, true} {
-			name := j.name + "/laplace/sweep/M=128"
-			l := pf.Laplace{Paths: 128, Whole: true}
-			if start {
-				name += "/start"
+		// pseudo-marginal chains evaluate it: from the prior mean's path,
+		// from the mode at u (pf.Laplace.Start), and at parameters moved
+		// 0.05 in each coordinate of u (−, 0, + in turn) from the mode at
+		// u, to convergence and with StartSteps 2 (the chains start every
+		// sweep from the mode at the preparation's u*, two steps).
+		shifted := append([]float64(nil), j.u...)
+		for i := range shifted {
+			shifted[i] += 0.05 * float64(i%3-1)
+		}
+		ks, err := j.model.Bind(shifted)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			name  string
+			start bool
+			k     ssm.Kernel
+			steps int
+		}{
+			{"", false, k, 0},
+			{"/start", true, k, 0},
+			{"/start/shifted", true, ks, 0},
+			{"/start/shifted/steps=2", true, ks, 2},
+		} {
+			l := pf.Laplace{Paths: 128, Whole: true, StartSteps: c.steps}
+			if c.start {
 				if _, err := l.Score(nil, k, j.model.Dims(), j.seq, w); err != nil {
 					b.Fatal(err)
 				}
 				l.Start = l.LastMode()
 			}
-			b.Run(name, func(b *testing.B) {
+			b.Run(j.name+"/laplace/sweep/M=128"+c.name, func(b *testing.B) {
 				for b.Loop() {
 					l.Seed++
-					if _, err := l.Score(nil, k, j.model.Dims(), j.seq, w); err != nil {
+					if _, err := l.Score(nil, c.k, j.model.Dims(), j.seq, w); err != nil {
 						b.Fatal(err)
 					}
 				}
