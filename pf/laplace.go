@@ -149,9 +149,9 @@ type Laplace struct {
 	// Start, when it holds (n+1)·d values for a window of n rows, is the
 	// path x_{0:n} (row-major) the mode's Newton steps start from instead
 	// of the prior mean's: a mode found at nearby parameters (LastMode)
-	// saves steps. The steps stop at the same tolerance from any start,
-	// and the proposal does not depend on the paths' random numbers, so
-	// the estimate stays unbiased.
+	// saves steps. The steps stop at the same tolerance from any start
+	// (unless StartSteps ends them), and the proposal does not depend on
+	// the paths' random numbers, so the estimate stays unbiased.
 	Start []float64
 	// StartSteps, when positive and Start is used, ends the mode's Newton
 	// steps after that many, converged or not. The Gaussian model is then
