@@ -58,11 +58,10 @@ type laplaceModel struct {
 
 	// starts holds, per sequence, the mode of p(x | y, u*) at the
 	// preparation's mode u*, from which the sweeps' Newton steps start
-	// (pf.Laplace.Start): on the DAX and CAC 40 returns, 6 steps instead
-	// of the prior mean's 8 at other parameters, and a sweep 20% faster
-	// (BenchmarkLaplaceScore's sweep cases show the same on simulated
-	// data). It depends on u* alone, so a resumed fit starts from the
-	// same paths.
+	// (pf.Laplace.Start): on the DAX and CAC 40 returns, 6 steps to
+	// convergence instead of the prior mean's 8 at other parameters, and
+	// the sweeps take laplaceStartSteps of them. It depends on u* alone,
+	// so a resumed fit starts from the same paths.
 	startOnce sync.Once
 	starts    [][]float64
 }
