@@ -39,6 +39,7 @@ func (f *fit) adaptISFrom(ctx context.Context, mode, chol []float64, off uint64)
 		LogPosteriors: f.logPosteriors,
 		Surrogate:     f.chooseSurrogate,
 		Log:           f.log,
+		Workers:       f.s.Workers,
 	})
 	if res != nil {
 		f.isPts.xs, f.isPts.lps, f.isPts.lw = res.Xs, res.LPs, res.LogW
@@ -133,7 +134,7 @@ func (f *fit) refitProposal(us, lps [][]float64) (q *tmix.Mixture, hold, old flo
 	lw := make([]float64, len(xs)) // draws from π: equal weights
 	z := make([]float64, p)
 	old = amis.ExpectedHold(cur, xs, lp, lw, z)
-	q, k, sc, d, hold := amis.BestProposal(xs, lp, lw, z, nil)
+	q, k, sc, d, hold := amis.BestProposal(xs, lp, lw, z, nil, f.s.Workers)
 	if q == nil || !(hold < old) {
 		f.log("independence proposal kept: holding time %.2f on the %d draws", old, len(xs))
 		return nil, 0, old

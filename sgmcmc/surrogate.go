@@ -24,7 +24,7 @@ func (f *fit) surBase() *surrogate.Base {
 // returns it when its holding time is at most surrogate.Gain times q's, else
 // nil.
 func (f *fit) chooseSurrogate(q *tmix.Mixture, xs [][]float64, lps, lw []float64) *surrogate.Surrogate {
-	s, err := surrogate.Fit(q, xs, lps, lw, f.surBase(), surFitSeed, surFitStream)
+	s, err := surrogate.Fit(q, xs, lps, lw, f.surBase(), surFitSeed, surFitStream, f.s.Workers)
 	if err != nil {
 		f.log("surrogate transitions: not fitted (%v)", err)
 		return nil

@@ -66,7 +66,7 @@ func TestSurrogateExact(t *testing.T) {
 		none  bool
 	}{{"fitted to the target", 0, false}, {"fitted to a shifted target", 1, false}, {"no surrogate (independence steps from q)", 0, true}} {
 		xs, lps, lw := surrogatePoints(t, q, banana(c.shift), 400)
-		sur, err := surrogate.Fit(q, xs, lps, lw, nil, surFitSeed, surFitStream)
+		sur, err := surrogate.Fit(q, xs, lps, lw, nil, surFitSeed, surFitStream, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestSurrogateFit(t *testing.T) {
 		return lq + 0.3*u[0] - 0.2*u[0]*u[0] + 0.1*u[0]*u[1] - 0.15*u[1]*u[1], nil
 	})
 	xs, lps, lw := surrogatePoints(t, q, quad, 300)
-	sur, err := surrogate.Fit(q, xs, lps, lw, nil, surFitSeed, surFitStream)
+	sur, err := surrogate.Fit(q, xs, lps, lw, nil, surFitSeed, surFitStream, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestSurrogatePriorTail(t *testing.T) {
 		if prior {
 			base = &surrogate.Base{LogPrior: ridgePrior, Constrain: func(th, u []float64) { th[0], th[1] = 1/(1+math.Exp(-u[0])), u[1] }}
 		}
-		sur, err := surrogate.Fit(q, xs, lps, lw, base, surFitSeed, surFitStream)
+		sur, err := surrogate.Fit(q, xs, lps, lw, base, surFitSeed, surFitStream, 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/par"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/surrogate"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
@@ -108,6 +109,9 @@ type Config struct {
 	Surrogate func(q *tmix.Mixture, xs [][]float64, lps, logW []float64) *surrogate.Surrogate
 	// Log, when non-nil, receives progress lines.
 	Log func(format string, a ...any)
+	// Workers bounds the goroutines of the proposals' fits (BestProposal);
+	// the result does not depend on it.
+	Workers int
 }
 
 // Adapt runs the importance-sampling adaptation. It returns nil (and no
@@ -201,7 +205,7 @@ func Adapt(ctx context.Context, c Config) (*Result, error) {
 			logf("importance sampling: the chains use round %d's proposal", best+1)
 			return res, nil
 		}
-		next, k, sc, d, h := BestProposal(xs, lps, logW, z, prior)
+		next, k, sc, d, h := BestProposal(xs, lps, logW, z, prior, c.Workers)
 		if next == nil {
 			return nil, nil
 		}
@@ -306,7 +310,9 @@ const HoldPoints = 1500
 //
 // With prior (a covariance, row-major) the single component's covariance
 // is shrunk towards it by the points' ESS (shrink); nil: no shrinkage.
-func BestProposal(xs [][]float64, lps, lw, z, prior []float64) (best *tmix.Mixture, k int, scale, defensive, hold float64) {
+// The candidates are fitted on up to workers goroutines; the choice does
+// not depend on their number.
+func BestProposal(xs [][]float64, lps, lw, z, prior []float64, workers int) (best *tmix.Mixture, k int, scale, defensive, hold float64) {
 	// Two folds (alternate points): candidates fitted on one are judged
 	// on the other, so that a mixture does not win by fitting the very
 	// points it is judged on.
@@ -358,26 +364,32 @@ func BestProposal(xs [][]float64, lps, lw, z, prior []float64) (best *tmix.Mixtu
 		}
 		return c
 	}
-	hold = math.Inf(1)
-	for nk := 1; nk <= maxComponents(len(z)); nk++ {
+	// The component counts' candidates on the workers (each job its own
+	// scratch), then chosen in order, as one worker would.
+	nks := maxComponents(len(z))
+	holds := make([][]float64, nks) // [nk−1][scale]; nil: no fit
+	par.Do(nks, workers, func(c int) {
+		nk, z := c+1, make([]float64, len(z))
 		var qs [2]*tmix.Mixture
 		var ms, wides [2][]float64
-		ok := true
 		for j := range fold {
-			qs[j], ms[j], wides[j] = fitK(fold[j].xs, fold[j].lw, nk)
-			ok = ok && qs[j] != nil
+			if qs[j], ms[j], wides[j] = fitK(fold[j].xs, fold[j].lw, nk); qs[j] == nil {
+				return
+			}
 		}
-		if !ok {
-			continue
-		}
-		for _, sc := range Scales {
-			h := 0.0
+		holds[c] = make([]float64, len(Scales))
+		for i, sc := range Scales {
 			for j := range fold {
 				o := &judge[1-j]
-				h += 0.5 * ExpectedHold(build(qs[j], sc, Defensive, ms[j], wides[j]), o.xs, o.lps, o.lw, z)
+				holds[c][i] += 0.5 * ExpectedHold(build(qs[j], sc, Defensive, ms[j], wides[j]), o.xs, o.lps, o.lw, z)
 			}
+		}
+	})
+	hold = math.Inf(1)
+	for c, hs := range holds {
+		for i, h := range hs {
 			if h < hold {
-				k, scale, defensive, hold = nk, sc, Defensive, h
+				k, scale, defensive, hold = c+1, Scales[i], Defensive, h
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func logAdd(a, b float64) float64 {
 func TestBestProposalComponents(t *testing.T) {
 	centres := [][]float64{{-9, 0}, {-3, 0}, {3, 0}, {9, 0}}
 	xs, lps, lw := normalPoints(400, 2, 1, centres, 3)
-	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, 2), nil)
+	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, 2), nil, 2)
 	t.Logf("%d components at scale %g: holding time %.3f", k, scale, hold)
 	if q == nil || k != 4 || !(hold < GoodHold) {
 		t.Errorf("%d components, holding time %.3g: want 4 (Components %d) and below %g", k, hold, Components, GoodHold)
@@ -83,7 +83,7 @@ func TestBestProposalDefensive(t *testing.T) {
 		lps[i] = -0.5 * (x[0]*x[0] + x[1]*x[1])
 	}
 	z := make([]float64, 2)
-	q, _, scale, _, _ := BestProposal(xs, lps, lw, z, nil)
+	q, _, scale, _, _ := BestProposal(xs, lps, lw, z, nil, 1)
 	if q == nil {
 		t.Fatal("no proposal")
 	}
@@ -114,11 +114,11 @@ func TestBestProposalHighDim(t *testing.T) {
 		centres[i][0] = c
 	}
 	xs, lps, lw := normalPoints(800, p, 1, centres, 3)
-	if _, k, _, _, _ := BestProposal(xs, lps, lw, make([]float64, p), nil); k != 1 {
+	if _, k, _, _, _ := BestProposal(xs, lps, lw, make([]float64, p), nil, 2); k != 1 {
 		t.Errorf("four modes in %d dimensions: %d components, want 1", p, k)
 	}
 	xs, lps, lw = normalPoints(4000, p, 1, [][]float64{make([]float64, p)}, 4)
-	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, p), nil)
+	q, k, scale, _, hold := BestProposal(xs, lps, lw, make([]float64, p), nil, 2)
 	t.Logf("N(0, I) in %d dimensions, 4000 draws: %d component at scale %g, holding time %.3f", p, k, scale, hold)
 	if q == nil || scale != 1 || !(hold < 2) {
 		t.Errorf("N(0, I): scale %g, holding time %.3g, want 1 and below 2", scale, hold)
@@ -136,4 +136,25 @@ func TestBestProposalHighDim(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBestProposalWorkers: the candidates fitted on several goroutines
+// give the choice one worker makes, bit for bit (the same seed must give
+// the same draws whatever Workers).
+func TestBestProposalWorkers(t *testing.T) {
+	xs, lps, lw := normalPoints(300, 3, 1, [][]float64{{-4, 0, 1}, {0, 0, 0}, {3, 2, 0}}, 7)
+	q1, k1, s1, d1, h1 := BestProposal(xs, lps, lw, make([]float64, 3), nil, 1)
+	for _, w := range []int{2, 3, 8} {
+		q, k, s, d, h := BestProposal(xs, lps, lw, make([]float64, 3), nil, w)
+		if k != k1 || s != s1 || d != d1 || h != h1 {
+			t.Fatalf("workers %d: %d components, scale %g, defensive %g, hold %v; one worker: %d, %g, %g, %v", w, k, s, d, h, k1, s1, d1, h1)
+		}
+		z := make([]float64, 3)
+		for _, x := range xs[:50] {
+			if a, b := q.LogDensity(x, z), q1.LogDensity(x, z); a != b {
+				t.Fatalf("workers %d: log density %v, one worker's %v", w, a, b)
+			}
+		}
+	}
+	t.Logf("%d components at scale %g, holding time %.3f", k1, s1, h1)
 }

@@ -27,7 +27,7 @@ func bananaAdapt(t *testing.T, b float64, sur bool) *Result {
 	}
 	if sur {
 		c.Surrogate = func(q *tmix.Mixture, xs [][]float64, lps, logW []float64) *surrogate.Surrogate {
-			s, err := surrogate.Fit(q, xs, lps, logW, nil, 1, 2)
+			s, err := surrogate.Fit(q, xs, lps, logW, nil, 1, 2, 2)
 			if err != nil {
 				return nil
 			}

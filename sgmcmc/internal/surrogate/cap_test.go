@@ -58,7 +58,7 @@ func TestSurCapMargin(t *testing.T) {
 		xs, lps, lw = append(xs, x), append(lps, lp), append(lw, lp-q.LogDensity(x, sc))
 	}
 	tails := func(b *Base, margins ...float64) (got []float64, want float64) {
-		sur, y, _, _, err := fitPart(q, xs, lps, lw, b)
+		sur, y, _, _, err := fitPart(q, xs, lps, lw, b, 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,16 +8,13 @@ import (
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 )
 
-// bananaFit fits a surrogate to 400 draws of the t proposal q for the
-// banana u₀ ~ N(0, 1), u₁ | u₀ ~ N(u₀²/2, 1/4) (q fits it badly), with
-// LogZ from stream.
-func bananaFit(t *testing.T, stream uint64) (*Surrogate, *tmix.Mixture) {
-	t.Helper()
-	q := tmix.New([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1.3, 0, 0, 1.2}})
+// bananaPoints returns the t proposal q for the banana u₀ ~ N(0, 1),
+// u₁ | u₀ ~ N(u₀²/2, 1/4) (q fits it badly) and 400 draws of q with
+// their log posteriors and log weights.
+func bananaPoints() (q *tmix.Mixture, xs [][]float64, lps, lw []float64) {
+	q = tmix.New([]float64{1}, [][]float64{{0, 0.5}}, [][]float64{{1.3, 0, 0, 1.2}})
 	rng := rand.New(rand.NewPCG(3, 4))
 	s, z := make([]float64, 2), make([]float64, 2)
-	var xs [][]float64
-	var lps, lw []float64
 	for range 400 {
 		x := make([]float64, 2)
 		q.Draw(x, s, rng)
@@ -25,7 +22,14 @@ func bananaFit(t *testing.T, stream uint64) (*Surrogate, *tmix.Mixture) {
 		lp := -0.5*x[0]*x[0] - 2*e*e
 		xs, lps, lw = append(xs, x), append(lps, lp), append(lw, lp-q.LogDensity(x, z))
 	}
-	sur, err := Fit(q, xs, lps, lw, nil, 1, stream)
+	return q, xs, lps, lw
+}
+
+// bananaFit fits a surrogate to bananaPoints, with LogZ from stream.
+func bananaFit(t *testing.T, stream uint64) (*Surrogate, *tmix.Mixture) {
+	t.Helper()
+	q, xs, lps, lw := bananaPoints()
+	sur, err := Fit(q, xs, lps, lw, nil, 1, stream, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +127,42 @@ func TestSurDefensive(t *testing.T) {
 	t.Logf("smallest r %.4f, holding time %.3f (q: %.3f), surDefensive %g", lo, sur.Hold, sur.HoldProposal, surDefensive)
 	if lo < math.Log(0.2)-1e-9 || !(sur.Hold < 1.2) {
 		t.Errorf("smallest r %.4f (want at least log 0.2 = %.4f), holding time %.3f (want below 1.2)", lo, math.Log(0.2), sur.Hold)
+	}
+}
+
+// TestFitWorkers: the fits in u and on a base, and the Gaussian
+// processes' lengths, run on several goroutines give one worker's
+// surrogate bit for bit (the same seed must give the same draws whatever
+// Workers).
+func TestFitWorkers(t *testing.T) {
+	base := &Base{
+		LogPrior:  func(u []float64) float64 { return -0.5 * (u[0]*u[0] + u[1]*u[1]) },
+		Constrain: func(th, u []float64) { th[0], th[1] = math.Exp(u[0]), u[1] },
+	}
+	q, xs, lps, lw := bananaPoints()
+	z := make([]float64, 2)
+	one, err := Fit(q, xs, lps, lw, base, 1, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Natural == nil {
+		t.Fatal("no fit on the base")
+	}
+	w := NewWork(2)
+	for _, workers := range []int{2, 3, 8} {
+		many, err := Fit(q, xs, lps, lw, base, 1, 2, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if many.Hold != one.Hold || many.HoldProposal != one.HoldProposal || many.Ell != one.Ell || many.Natural.Ell != one.Natural.Ell || many.LogZ != one.LogZ {
+			t.Fatalf("workers %d: hold %v/%v, length %v/%v, log Z %v; one worker: %v/%v, %v/%v, %v",
+				workers, many.Hold, many.HoldProposal, many.Ell, many.Natural.Ell, many.LogZ, one.Hold, one.HoldProposal, one.Ell, one.Natural.Ell, one.LogZ)
+		}
+		for _, x := range xs[:50] {
+			lq := q.LogDensity(x, z)
+			if a, b := many.R(x, lq, w), one.R(x, lq, w); a != b {
+				t.Fatalf("workers %d: r = %v at %v, one worker's %v", workers, a, x, b)
+			}
+		}
 	}
 }

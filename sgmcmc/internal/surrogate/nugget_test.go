@@ -60,7 +60,7 @@ func TestSurNugget(t *testing.T) {
 			xs, lps, lw = append(xs, x), append(lps, lp), append(lw, lp-q.LogDensity(x, sc))
 		}
 	}
-	sur, y, _, _, err := fitPart(q, xs, lps, lw, nil)
+	sur, y, _, _, err := fitPart(q, xs, lps, lw, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ import (
 	"slices"
 
 	"github.com/pbsgmcmc/pbsgmcmc/internal/fmath"
+	"github.com/pbsgmcmc/pbsgmcmc/internal/par"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/tmix"
 	"gonum.org/v1/gonum/mat"
 )
@@ -286,19 +287,31 @@ func (s *Surrogate) raw(u []float64, lq float64, w *Work) float64 {
 // a chain's draws), on base (nil: the fit models log π − log q in u),
 // with the fixed generator (seed, stream) for its normalisers. It
 // returns an error when the points cannot support a fit; whether the fit
-// is worth using is Hold against HoldProposal.
-func Fit(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *Base, seed, stream uint64) (*Surrogate, error) {
-	s, y, pred, omega, err := fitPart(q, xs, lps, lw, nil)
+// is worth using is Hold against HoldProposal. The two fits (in u and on
+// base) and their Gaussian processes' lengths run on up to workers
+// goroutines; the result does not depend on their number.
+func Fit(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *Base, seed, stream uint64, workers int) (*Surrogate, error) {
+	var parts [2]struct {
+		s              *Surrogate
+		y, pred, omega []float64
+		err            error
+	}
+	bases := []*Base{nil}
+	if base != nil {
+		bases = append(bases, base)
+	}
+	par.Do(len(bases), workers, func(i int) {
+		r := &parts[i]
+		r.s, r.y, r.pred, r.omega, r.err = fitPart(q, xs, lps, lw, bases[i], workers)
+	})
+	s, y, pred, omega, err := parts[0].s, parts[0].y, parts[0].pred, parts[0].omega, parts[0].err
 	if err != nil {
 		return nil, err
 	}
 	n, p := len(y), len(xs[0])
 	var predN []float64
-	if base != nil {
-		nat, _, pn, _, err := fitPart(q, xs, lps, lw, base)
-		if err == nil {
-			s.Natural, predN = nat, pn
-		}
+	if base != nil && parts[1].err == nil {
+		s.Natural, predN = parts[1].s, parts[1].pred
 	}
 	// Holding times on the points: x weighted as draws from π, y as
 	// draws from the proposal (π̃ or q), ν ∝ ω·π̃/π.
@@ -380,7 +393,7 @@ func surSelect(lps, lw []float64, p int) []int {
 // nil) and returns it with y = log π − log q at its design's points, its
 // capped leave-one-out predictions of the term there, and the points'
 // normalised weights.
-func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *Base) (s *Surrogate, y, pred, omega []float64, err error) {
+func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *Base, workers int) (s *Surrogate, y, pred, omega []float64, err error) {
 	if len(xs) == 0 {
 		return nil, nil, nil, nil, errors.New("no points")
 	}
@@ -465,22 +478,8 @@ func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *Base) (s 
 	// The Gaussian process on the residuals, its length by weighted
 	// leave-one-out error (Rasmussen and Williams 2006, §5.4.2:
 	// e_i = [K⁻¹res]_i / [K⁻¹]_ii).
-	best := math.Inf(1)
 	var bestLOO []float64
-	for _, ell := range surLengths {
-		alpha, loo, err := gpFit(s.Points, res, p, ell, surNugget)
-		if err != nil {
-			continue
-		}
-		ss := 0.0
-		for j, e := range loo {
-			ss += omega[j] * e * e
-		}
-		if ss < best {
-			best, bestLOO = ss, loo
-			s.Alpha, s.Ell = alpha, ell
-		}
-	}
+	s.Alpha, bestLOO, s.Ell = gpChoose(s.Points, res, omega, p, workers)
 	if s.Alpha == nil {
 		return nil, nil, nil, nil, errors.New("the Gaussian process's design is singular")
 	}
@@ -494,6 +493,35 @@ func fitPart(q *tmix.Mixture, xs [][]float64, lps, lw []float64, base *Base) (s 
 		pred[j] = math.Min(y[j]-bestLOO[j], s.Cap)
 	}
 	return s, y, pred, omega, nil
+}
+
+// gpChoose fits the Gaussian process to the residuals res at the points
+// zs for each of surLengths, on up to workers goroutines, and returns the
+// weights, leave-one-out residuals and length of the one with the
+// smallest weighted (omega) leave-one-out error; nil weights if none fits.
+func gpChoose(zs, res, omega []float64, p, workers int) (alpha, loo []float64, ell float64) {
+	gps := make([]struct {
+		alpha, loo []float64
+		err        error
+	}, len(surLengths))
+	par.Do(len(surLengths), workers, func(i int) {
+		g := &gps[i]
+		g.alpha, g.loo, g.err = gpFit(zs, res, p, surLengths[i], surNugget)
+	})
+	best := math.Inf(1)
+	for i, g := range gps {
+		if g.err != nil {
+			continue
+		}
+		ss := 0.0
+		for j, e := range g.loo {
+			ss += omega[j] * e * e
+		}
+		if ss < best {
+			best, alpha, loo, ell = ss, g.alpha, g.loo, surLengths[i]
+		}
+	}
+	return alpha, loo, ell
 }
 
 // gpFit returns the weights α = (K + nugget·I)⁻¹res of the Gaussian
