@@ -272,14 +272,14 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 	}
 	var t *tiling
 	var lm marquardt
+	values, err := f.valueNewton(u)
+	if err != nil {
+		return nil, nil, nil, nil, stream, err
+	}
 	for range 20 {
-		// The score at u and at u + ηe_k, in parallel.
-		sc, err := f.fullScores(ctx, jacobianPoints(u))
-		if err != nil {
+		if t, err = f.observedDerivatives(ctx, u, values); err != nil {
 			return nil, nil, nil, nil, stream, err
 		}
-		j := forwardDiff(sc, p)
-		t = &tiling{mean: sc[0], se: make([]float64, p), fisher: linalg.Negated(j), passes: 1, loglik: math.NaN(), full: true}
 		hj := f.information(u, t.fisher)
 		var eig mat.EigenSym
 		if !eig.Factorize(hj, false) {
@@ -343,6 +343,27 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 	}
 	t = &tiling{mean: sc[0], se: make([]float64, p), fisher: t.fisher, passes: 1, loglik: math.NaN(), full: true}
 	return u, t, nil, nil, stream, nil
+}
+
+// observedDerivatives returns the full-data score at u and its −J as a
+// tiling: from the scores at u and u + ηe_k (in parallel), or with values
+// from the log-likelihood's values (valueDerivatives).
+func (f *fit) observedDerivatives(ctx context.Context, u []float64, values bool) (*tiling, error) {
+	p := f.dim
+	var mean, fisher []float64
+	if values {
+		var err error
+		if mean, fisher, err = f.valueDerivatives(ctx, u); err != nil {
+			return nil, err
+		}
+	} else {
+		sc, err := f.fullScores(ctx, jacobianPoints(u))
+		if err != nil {
+			return nil, err
+		}
+		mean, fisher = sc[0], linalg.Negated(forwardDiff(sc, p))
+	}
+	return &tiling{mean: mean, se: make([]float64, p), fisher: fisher, passes: 1, loglik: math.NaN(), full: true}, nil
 }
 
 // marquardt is observedNewton's damping μ, kept from one step to the next
