@@ -244,8 +244,10 @@ func (r *runaway) check(dataWarn []string) error {
 
 // observedNewton finds the mode for the model's exact scorer, on the
 // exact full-data score (each sequence one window: no buffers) with the
-// observed information −J (J its Jacobian by central differences) plus
-// the prior's curvature. Two things mislead the tiled Newton steps here.
+// observed information −J (J its Jacobian by forward differences) plus
+// the prior's curvature; on Laplace importance sampling, whose score is
+// not its estimate's derivative, both come from differences of the
+// estimate's values instead (valueNewton). Two things mislead the tiled Newton steps here.
 // The blocks' empirical Fisher information assumes independent blocks:
 // for GARCH on DAX (φ ≈ 0.99: the variance remembers about 100 days) it
 // overstated the information 3- to 10-fold in two directions and its steps
