@@ -32,7 +32,7 @@ func (f *fit) chooseFilter(u []float64) error {
 	}
 	if exact && f.s.Filter == AutoFilter {
 		f.path = "the model's exact scorer (ssm.ExactScorer): exact filtering and smoothing, no particles"
-		if f.laplace != nil && f.model == ssm.Model(f.laplace) {
+		if f.onLaplace() {
 			f.path, f.prep.Laplace = f.laplace.describe(), true
 		}
 		// Exact (the LGSSM's Kalman filter) beats any grid: no
@@ -149,7 +149,7 @@ func (f *fit) toParticles(ctx context.Context, err error, stage string) bool {
 	f.log("the deterministic filter failed during the %s (%v): particle filters with N = %d instead", stage, err, f.s.N)
 	what := "grid filter"
 	switch {
-	case f.prep.Exact && f.laplace != nil && f.model == ssm.Model(f.laplace):
+	case f.prep.Exact && f.onLaplace():
 		what = "Laplace importance sampling"
 	case f.prep.Exact:
 		what = "model's exact scorer"

@@ -159,6 +159,14 @@ func (m *laplaceModel) run(grad, u []float64, seq ssm.Sequence, w ssm.Window, pa
 	return wk.l.Score(grad, wk.k, m.Dims(), seq, w)
 }
 
+// onLaplace reports whether the fit scores its model by Laplace
+// importance sampling: newFit chose it, and f.model is still that scorer
+// (a fallback to particle filters, toParticles, puts the user's model
+// back).
+func (f *fit) onLaplace() bool {
+	return f.laplace != nil && f.model == ssm.Model(f.laplace)
+}
+
 // evenWeights reports whether the importance weights of the chains'
 // scorer at u are all equal on every sequence of data (their ESS is the
 // number of paths to within evenESS): a Gaussian emission, as LGSSMd's
@@ -214,7 +222,7 @@ func (m *laplaceModel) describe() string {
 // refineHint is the cure the discretisation warnings give: a finer
 // scorer for the chains.
 func (f *fit) refineHint() string {
-	if f.laplace != nil && f.model == ssm.Model(f.laplace) {
+	if f.onLaplace() {
 		return fmt.Sprintf("raise FitSettings.LaplacePaths (now %d)", f.laplace.paths)
 	}
 	return "refine the scorer (GARCH: raise models.GARCH.Points, or Nodes with the σ² node filter)"

@@ -505,7 +505,7 @@ const walkAccept = 0.3
 // likelihood estimate, unless its weights are even there (evenWeights),
 // where it is.
 func (f *fit) chooseWalk(u []float64) (bool, error) {
-	if !f.prep.Exact || f.laplace == nil || f.model != ssm.Model(f.laplace) {
+	if !f.prep.Exact || !f.onLaplace() {
 		return false, nil
 	}
 	even, err := f.laplace.evenWeights(u, f.data)

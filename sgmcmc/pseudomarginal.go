@@ -105,7 +105,7 @@ func (e *pmLaplace) eval(ctx context.Context, grad, u []float64, rng *rand.Rand)
 // full-data scores on Laplace importance sampling. (Chains on subsequence
 // gradients keep the plain estimate, corrected towards the finer scorer.)
 func (f *fit) pseudoMarginal() bool {
-	return f.prep.Gradient == FullGradient && f.laplace != nil && f.model == ssm.Model(f.laplace)
+	return f.prep.Gradient == FullGradient && f.onLaplace()
 }
 
 // pmKSDScores sets scores (K×dim) to the pseudo-marginal estimator's

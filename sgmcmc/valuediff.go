@@ -36,7 +36,7 @@ const (
 // valueNewton reports whether observedNewton differentiates the
 // log-likelihood's values at u (see valueEta).
 func (f *fit) valueNewton(u []float64) (bool, error) {
-	if !f.prep.Exact || f.laplace == nil || f.model != f.laplace || f.dim > valueNewtonMaxDim {
+	if !f.prep.Exact || !f.onLaplace() || f.dim > valueNewtonMaxDim {
 		return false, nil
 	}
 	even, err := f.laplace.evenWeights(u, f.data)
