@@ -365,10 +365,12 @@ func BestProposal(xs [][]float64, lps, lw, z, prior []float64, workers int) (bes
 		return c
 	}
 	// The component counts' candidates on the workers (each job its own
-	// scratch), then chosen in order, as one worker would.
+	// scratch), the most components (the longest EM) first, then chosen
+	// in order, as one worker would.
 	nks := maxComponents(len(z))
 	holds := make([][]float64, nks) // [nk−1][scale]; nil: no fit
-	par.Do(nks, workers, func(c int) {
+	par.Do(nks, workers, func(j int) {
+		c := nks - 1 - j
 		nk, z := c+1, make([]float64, len(z))
 		var qs [2]*tmix.Mixture
 		var ms, wides [2][]float64
