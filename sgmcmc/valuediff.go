@@ -101,7 +101,7 @@ func (f *fit) valueDerivatives(ctx context.Context, u []float64) (grad, fisher [
 		if err != nil {
 			return err
 		}
-		ls[i] = lp - f.model.LogPrior(make([]float64, f.dim), pts[i])
+		ls[i] = lp - f.model.LogPrior(nil, pts[i])
 		if f.scale != 0 {
 			ls[i] *= f.scale
 		}

@@ -369,8 +369,8 @@ func BestProposal(xs [][]float64, lps, lw, z, prior []float64, workers int) (bes
 	// in order, as one worker would.
 	nks := maxComponents(len(z))
 	holds := make([][]float64, nks) // [nk−1][scale]; nil: no fit
-	par.Do(nks, workers, func(j int) {
-		c := nks - 1 - j
+	par.Do(nks, workers, func(job int) {
+		c := nks - 1 - job
 		nk, z := c+1, make([]float64, len(z))
 		var qs [2]*tmix.Mixture
 		var ms, wides [2][]float64
