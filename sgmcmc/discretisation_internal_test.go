@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -279,9 +280,7 @@ func TestCoarser(t *testing.T) {
 //     two fits' Monte Carlo errors; it is 0.3–0.9 sd there) at all 24
 //     draws, and the Posterior must warn.
 func TestDiscretisationCorrection(t *testing.T) {
-	if testing.Short() {
-		t.Skip("statistical test")
-	}
+	longtest.Skip(t, "statistical test")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	data := lgssmSimInternal(t)
 	// u_0's posterior sd and mode on these data (L_00 and u*_0 of the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -64,9 +65,7 @@ func TestFitAbsurdCounts(t *testing.T) {
 // (MinIterations): an ESS of several thousand leaves Monte Carlo errors of
 // about 0.02 sd each.
 func TestFitShortSequence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two fits")
-	}
+	longtest.Skip(t, "two fits")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	y := lgssmSim(t).Sequences[0].Y
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
@@ -159,9 +160,7 @@ func TestFitDAXDefault(t *testing.T) {
 // checkAgainst's tolerances. (The first 200 returns fit on the first
 // grid: no probe reaches its edges.)
 func TestFitShortSeries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq := daxSeq(t)
 	seq.Y = seq.Y[:201]
@@ -199,9 +198,7 @@ func daxSeq(t testing.TB) ssm.Sequence {
 // a defensive proposal component had sds 0.72–0.86 of the reference with
 // no warning.
 func TestFitLGSSMSP500(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "sp500_returns.csv"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/pf"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
@@ -203,9 +204,7 @@ func momentsOf(xs [][]float64, p int) ([]float64, []float64) {
 // of a fit against an exact posterior: every mean within 0.25 reference
 // sds, every sd within ×[0.8, 1.25], R-hat ≤ 1.01.
 func TestFitPseudoMarginalSV(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	m := models.MSV{D: 1}
 	u0 := make([]float64, 3)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -19,9 +20,7 @@ import (
 // ("measuring the gradient noise: … invalid parameter A"). The posterior
 // must cover the truth: every parameter within 4 posterior sds of it.
 func TestFitLGSSMd3Default(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	m := models.LGSSMd{D: 3}
 	A := []float64{0.99, 0, 0, 0.3, 0.5, 0, 0, 0.2, 0.7}

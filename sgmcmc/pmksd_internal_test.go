@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/ksd"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -21,9 +22,7 @@ import (
 // 0 in every coordinate (MSV{D: 1}, the 500 simulated rows of
 // TestFitPseudoMarginalSV, where the weights are uneven).
 func TestPseudoMarginalKSDScores(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	m := models.MSV{D: 1}
 	u0 := make([]float64, 3)
 	if err := m.Unconstrain(u0, []float64{0.6, 0.75, 1}); err != nil {

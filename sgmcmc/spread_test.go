@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -22,9 +23,7 @@ import (
 // must warn. (The independence proposal's defensive component at 4 × the
 // fitted scale, amis.DefensiveScale, reaches that end: 0.93–0.97 here.)
 func TestShortRunSpread(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	t.Parallel() // a whole fit: it shares the cores with the other long fits
 	seq, err := ssm.ReadCSVFile(filepath.Join("..", "testdata", "sp500_returns.csv"))
 	if err != nil {

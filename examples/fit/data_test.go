@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
@@ -42,9 +43,7 @@ func TestDataWarnings(t *testing.T) {
 // Real return series have days with no change: DAX series with exact
 // zeros fit without error, with finite output and a warning about them.
 func TestZerosHeavyData(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	seq, err := ssm.ReadCSVFile(daxPath)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 )
 
@@ -190,9 +191,7 @@ func hasWarning(ws []string, prefix string) bool {
 var short = []string{"-N", "100", "-warmup", "60", "-adapt", "60", "-iters", "150", "-chains", "2", "-ksd", "8", "-q"}
 
 func TestSVMOnDAX(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole fit: long test")
-	}
+	longtest.Skip(t, "a whole fit")
 	for _, prop := range []string{"guided", "bootstrap"} {
 		t.Run(prop, func(t *testing.T) {
 			o, dir := runJSON(t, append([]string{"-data", daxPath, "-proposal", prop}, short...)...)
@@ -387,9 +386,7 @@ func traceRows(t *testing.T, dir string) []string {
 // time, ends with the same trace as an uninterrupted run: no row lost,
 // duplicated or torn.
 func TestKillAtRandomMoments(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocess test")
-	}
+	longtest.Skip(t, "subprocess test")
 	data := filepath.Join("..", "..", "testdata", "lgssm_sim.csv")
 	common := "-model lgssm -filter grid -data " + data + " -N 100 -warmup 60 -adapt 100 -iters 2000 -chains 2 -ksd 0 -q -json"
 	ref := t.TempDir()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pbsgmcmc/pbsgmcmc/internal/longtest"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
 	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
@@ -127,9 +128,7 @@ func TestMSVBadInput(t *testing.T) {
 // and return of each. The fit runs on Laplace importance sampling on 2
 // chains at fit seed 2 (18 s on a 2-core machine).
 func TestMSVFit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("an MSV fit: long test")
-	}
+	longtest.Skip(t, "an MSV fit")
 	m := models.MSV{D: 2}
 	truth := []float64{0.95, 0.9, 0.3, 0.3, 0.5, 1, 0.8}
 	u, err := m.Params(truth[:2], truth[2:4], truth[4:5], truth[5:])
