@@ -329,9 +329,13 @@
 // every evaluation, an unbiased estimate of the likelihood, and keep the
 // current state's estimate until the chain moves (pseudomarginal.go):
 // pseudo-marginal Metropolis–Hastings (Andrieu and Roberts 2009), whose
-// target is the exact posterior whatever the estimate's noise. Chains on
-// subsequence gradients would run on the plain estimate instead, with the
-// discretisation correction towards a finer one (four times the paths).
+// target is the exact posterior whatever the estimate's noise. With
+// AutoGradient these are the chains, whatever the length of the series
+// (noise.go's fullOnly: the subsequence estimators' Fisher-identity scores
+// are not the plain estimate's derivatives, and on the S&P 500 returns
+// their control variate lost the posterior). Chains on subsequence
+// gradients, when the user asks for them, run on the plain estimate, with
+// the discretisation correction towards a finer one (four times the paths).
 // Particle filters take every other model; their gradients are noisy
 // and not continuous in u, so only SGLD with the plain or control-variate
 // gradient applies, at small steps (docs/particles.md).

@@ -242,3 +242,56 @@ func TestFixedIterationsChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestFullOnly: where the chains run on full-data scores without a choice
+// to make, the preparation probes no gradient noise but still counts the
+// full-data score's cost, which sets how far cheap chains run on
+// (cheapMore), how far they are extended and how often they are
+// checkpointed. With Gradient FullGradient the LGSSM's counted cost must
+// be the one AutoGradient's probes count (it was 0: every scorer looked
+// free, and Laplace importance sampling of the S&P 500 returns, 148 ms a
+// score, ran on towards 10,000 iterations per chain). On Laplace
+// importance sampling (MSV{D: 1}, the first 300 DAX returns) AutoGradient
+// must take full-data chains without probing.
+func TestFullOnly(t *testing.T) {
+	ctx := context.Background()
+	lgssm := testdataSet(t, "lgssm_sim.csv")
+	cost := map[Gradient]float64{}
+	for _, g := range []Gradient{AutoGradient, FullGradient} {
+		f, err := newFit(models.LGSSM{}, lgssm, FitSettings{Seed: 1, KSDDraws: -1, Gradient: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if f.fullOnly() != (g == FullGradient) {
+			t.Errorf("LGSSM, Gradient %v: fullOnly %v", g, f.fullOnly())
+		}
+		cost[g] = f.prep.CostFull
+	}
+	if !(cost[FullGradient] > 0) || math.Abs(cost[FullGradient]-cost[AutoGradient]) > 1e-12*cost[AutoGradient] {
+		t.Errorf("LGSSM: counted cost of a full-data score %g with Gradient full, %g with the probes of auto; want the same, > 0", cost[FullGradient], cost[AutoGradient])
+	}
+
+	dax := daxInternal(t)
+	short := ssm.Dataset{Sequences: []ssm.Sequence{{Obs: 1, Y: dax.Sequences[0].Y[:300]}}}
+	f, err := newFit(models.MSV{D: 1}, short, FitSettings{Seed: 1, KSDDraws: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !f.onLaplace() || !f.fullOnly() {
+		t.Fatalf("MSV{D: 1}: on Laplace %v, fullOnly %v", f.onLaplace(), f.fullOnly())
+	}
+	if f.prep.Gradient != FullGradient || !(f.prep.CostFull > 0) {
+		t.Errorf("MSV{D: 1}: gradient %v, counted cost of a full-data score %g; want full, > 0", f.prep.Gradient, f.prep.CostFull)
+	}
+	for i, v := range f.prep.NoisePlain {
+		if v != 0 || f.prep.NoiseCV[i] != 0 {
+			t.Fatalf("MSV{D: 1}: noise probed (plain %v, control variate %v)", f.prep.NoisePlain, f.prep.NoiseCV)
+		}
+	}
+}

@@ -61,16 +61,25 @@ type paramRow struct {
 }
 
 // compareRef compares a fit's parameters with a reference posterior,
-// matched by position and checked by name.
-func compareRef(fit []fitParam, ref []refParam) ([]paramRow, error) {
+// matched by position and checked by name: the fit's own names, or
+// refNames[i] for the fit's i-th parameter when refNames is not nil (a
+// reference for the same parameters under another model's names).
+func compareRef(fit []fitParam, ref []refParam, refNames []string) ([]paramRow, error) {
 	if len(fit) != len(ref) {
 		return nil, fmt.Errorf("the fit has %d parameters, the reference %d", len(fit), len(ref))
+	}
+	if refNames != nil && len(refNames) != len(fit) {
+		return nil, fmt.Errorf("the fit has %d parameters and %d reference names", len(fit), len(refNames))
 	}
 	rows := make([]paramRow, len(fit))
 	for i, f := range fit {
 		r := ref[i]
-		if f.Name != r.Name {
-			return nil, fmt.Errorf("parameter %d is %q in the fit and %q in the reference", i, f.Name, r.Name)
+		want := f.Name
+		if refNames != nil {
+			want = refNames[i]
+		}
+		if want != r.Name {
+			return nil, fmt.Errorf("parameter %d is %q in the fit and %q in the reference", i, want, r.Name)
 		}
 		if !(r.SD > 0) {
 			return nil, fmt.Errorf("the reference sd of %s is %v", r.Name, r.SD)

@@ -17,7 +17,7 @@ func TestCompareRef(t *testing.T) {
 		{Name: "tau", Mean: 0.80, SD: 0.05, Rhat: 1.008, BulkESS: 500, TailESS: 420},
 	}
 	ref := []refParam{{Name: "phi", Mean: 0.94, SD: 0.01}, {Name: "tau", Mean: 0.81, SD: 0.04}}
-	rows, err := compareRef(fit, ref)
+	rows, err := compareRef(fit, ref, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +37,33 @@ func TestCompareRef(t *testing.T) {
 		t.Errorf("problems with a warning: %q", p)
 	}
 
-	if _, err := compareRef(fit, []refParam{{Name: "phi", SD: 1}, {Name: "sigma", SD: 1}}); err == nil {
+	if _, err := compareRef(fit, []refParam{{Name: "phi", SD: 1}, {Name: "sigma", SD: 1}}, nil); err == nil {
 		t.Error("mismatched names accepted")
 	}
-	if _, err := compareRef(fit, ref[:1]); err == nil {
+	if _, err := compareRef(fit, ref[:1], nil); err == nil {
 		t.Error("mismatched lengths accepted")
 	}
-	if _, err := compareRef(fit, []refParam{{Name: "phi"}, {Name: "tau", SD: 1}}); err == nil {
+	if _, err := compareRef(fit, []refParam{{Name: "phi"}, {Name: "tau", SD: 1}}, nil); err == nil {
 		t.Error("zero reference sd accepted")
+	}
+
+	// MSV{D: 1}'s names against the SVM's reference.
+	msv := []fitParam{{Name: "phi1", Mean: 0.95, SD: 0.012}, {Name: "tau1", Mean: 0.80, SD: 0.05}}
+	if _, err := compareRef(msv, ref, nil); err == nil {
+		t.Error("other names accepted without refNames")
+	}
+	rows, err = compareRef(msv, ref, []string{"phi", "tau"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Name != "phi1" || !near(rows[0].Z, 1) || !near(rows[1].SDRatio, 1.25) {
+		t.Errorf("renamed rows %+v", rows)
+	}
+	if _, err := compareRef(msv, ref, []string{"phi", "sigma"}); err == nil {
+		t.Error("wrong refNames accepted")
+	}
+	if _, err := compareRef(msv, ref, []string{"phi"}); err == nil {
+		t.Error("short refNames accepted")
 	}
 }
 
