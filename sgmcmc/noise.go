@@ -211,6 +211,18 @@ func (f *fit) fullOnly() bool {
 	return f.s.Gradient == FullGradient || f.s.Gradient == AutoGradient && f.onLaplace()
 }
 
+// laplaceGradientWarning returns the Posterior's warning when the user
+// chose a subsequence gradient on Laplace importance sampling ("" otherwise):
+// the estimator that lost the posterior in fullOnly's example.
+func (f *fit) laplaceGradientWarning() string {
+	g := f.prep.Gradient
+	if !f.onLaplace() || (g != PlainGradient && g != ControlVariateGradient) {
+		return ""
+	}
+	return fmt.Sprintf("%v gradients on Laplace importance sampling run on the plain estimate's Fisher-identity scores, which are not its derivatives where the paths' weights are uneven "+
+		"(the SVM on the S&P 500 returns: the control variate's chains left the posterior): leave Gradient at its default for pseudo-marginal chains on full-data log posteriors, which target the exact posterior", g)
+}
+
 // costFull returns the predicted cost of a full-data score with a
 // deterministic filter (0 without one): a pass over all T observations
 // costs about T/(S+2B) windows.

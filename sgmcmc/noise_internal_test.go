@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pbsgmcmc/pbsgmcmc/models"
@@ -293,5 +294,19 @@ func TestFullOnly(t *testing.T) {
 		if v != 0 || f.prep.NoiseCV[i] != 0 {
 			t.Fatalf("MSV{D: 1}: noise probed (plain %v, control variate %v)", f.prep.NoisePlain, f.prep.NoiseCV)
 		}
+	}
+	if w := f.laplaceGradientWarning(); w != "" {
+		t.Errorf("MSV{D: 1} with the default gradient warns %q", w)
+	}
+	// A subsequence gradient the user chooses still runs, with a warning.
+	f, err = newFit(models.MSV{D: 1}, short, FitSettings{Seed: 1, KSDDraws: -1, Gradient: ControlVariateGradient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.prep.Gradient != ControlVariateGradient || !strings.Contains(f.laplaceGradientWarning(), "not its derivatives") {
+		t.Errorf("MSV{D: 1} with Gradient control-variate: gradient %v, warning %q", f.prep.Gradient, f.laplaceGradientWarning())
 	}
 }

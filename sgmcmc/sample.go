@@ -512,6 +512,9 @@ func (f *fit) warnings(ctx context.Context, s *sampling) {
 	if w := f.gridEdgeWarning(); w != "" {
 		post.Warnings = append(post.Warnings, w)
 	}
+	if w := f.laplaceGradientWarning(); w != "" {
+		post.Warnings = append(post.Warnings, w)
+	}
 	if n := f.clippedSteps(); n > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("%d of the SGLD steps injected more noise than the posterior allows (step %.3g with gradient noise λ_max(W) = %.3g needs h(1 + λ) ≤ 2): the draws are wider than the posterior; use a smaller StepSize or leave it 0",
 			n, s.h, linalg.MaxEigen(f.noiseW(), f.dim)))
