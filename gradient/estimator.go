@@ -351,6 +351,15 @@ func (e *Estimator) eval(ctx context.Context, w, i int, k ssm.Kernel, u []float6
 	seq := e.data.Sequences[sl.seq]
 	if e.exact != nil {
 		clear(sl.grad)
+		// An exact scorer's pass cannot be interrupted (ExactScore takes no
+		// context), so a cancelled or expired context is checked before
+		// each: on a long series one pass is the granularity of a time
+		// budget (GARCH at T = 10⁶: 7–24 s), not a whole Newton step of
+		// p + 1 of them.
+		if sl.err = ctx.Err(); sl.err != nil {
+			sl.loglik = math.NaN()
+			return
+		}
 		g := sl.grad
 		if e.noGrad {
 			g = nil

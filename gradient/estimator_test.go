@@ -403,3 +403,25 @@ func TestEstimatorErrors(t *testing.T) {
 		t.Errorf("NaN parameter: err = %v, want ssm.ErrInvalidParam", err)
 	}
 }
+
+// An exact scorer's pass takes no context, so the estimator checks it
+// before each window: a cancelled context stops Likelihood and Tile with
+// an error that wraps it (a time budget then ends a long series' Newton
+// steps after one pass, not after p + 1), and a live one changes nothing.
+func TestExactCancelled(t *testing.T) {
+	m, u, y := lgssmSetup(t, 400)
+	e := newEst(t, m, y, gradient.Settings{Subsequencer: gradient.Subsequencer{S: 40, B: 10}, Exact: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	g := make([]float64, 3)
+	rng := rand.New(rand.NewPCG(1, 2))
+	if _, err := e.Likelihood(ctx, g, u, rng); err != nil {
+		t.Fatalf("live context: %v", err)
+	}
+	cancel()
+	if ll, err := e.Likelihood(ctx, g, u, rng); !errors.Is(err, context.Canceled) || !math.IsNaN(ll) {
+		t.Errorf("cancelled context: Likelihood returned %v, %v; want NaN and an error wrapping context.Canceled", ll, err)
+	}
+	if _, err := e.Tile(ctx, g, u, 0, nil, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: Tile returned %v; want an error wrapping context.Canceled", err)
+	}
+}
