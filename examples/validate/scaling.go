@@ -96,9 +96,9 @@ func joinParams(p []float64) string {
 const defaultScalingBudget = 10 * time.Minute
 
 // scalingGrace is how long past its own time budget a fit may run before
-// the runner stops it: Fit checks its budget only once the preparation is
-// done, and the preparation of a long series with full-data passes can
-// take far longer than the budget.
+// the runner stops it: Fit's preparation stops at the budget only between
+// passes over the data, and one exact full-data pass of a long series
+// takes a while (GARCH at T = 10⁶ with -time 3m0s stopped at 3 min 18 s).
 const scalingGrace = 1.5
 
 // runScaling runs the scaling cases and writes the page.
