@@ -148,6 +148,15 @@
 //   - [RefinedScorer] (Model, with ExactScorer): sgmcmc.Fit corrects its
 //     chains towards the finer log-likelihood (a quadratic fitted at the
 //     mode ± one sd) and checks the correction after sampling;
+//   - [LinearGaussian] with [EmissionCurvature] (a linear Gaussian
+//     transition, any emission with a gradient and Hessian in x; best a
+//     log-concave one): a vector state scored by Laplace importance
+//     sampling (pf.Laplace) instead of particles, with sgmcmc.Fit's
+//     pseudo-marginal full-data chains, the fast path for a vector state
+//     (examples/custom_vector: two Poisson count series with correlated
+//     log-intensities, against Stan's NUTS); [SeparableEmission] when
+//     component i of y depends on x_i only. ssmtest.CheckLaplace checks
+//     both against the kernel's own densities;
 //   - [StateSmoother] (Model): exact filtered and smoothed state moments in
 //     sgmcmc.Posterior.States and Forecast;
 //   - [Rebinder]: re-target a kernel in place so estimators allocate
@@ -168,7 +177,9 @@
 // densities by score, information and Stein moments) and, for a [Proposer],
 // CheckProposal (Propose's draws against LogProposal and its weights
 // against the densities). A model whose SampleEmission returns 3·y passes
-// the first and fails the second.
+// the first and fails the second. Stein's identity in y needs a density in
+// y: for discrete observations (counts) call ssmtest.SamplerMoments and
+// leave out the emission's Stein moments, as examples/custom_vector does.
 //
 // # Data
 //
