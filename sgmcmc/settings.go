@@ -237,6 +237,10 @@ type FitSettings struct {
 	// before any draw (with Checkpoint the preparation is saved first, and
 	// the same call resumes from it); one that reaches it while sampling
 	// stops with a warning; one that does not runs as it would without it.
+	// The preparation checks it between passes over the data (an exact
+	// scorer's pass over a window cannot be interrupted), so a fit may
+	// overrun it by one such pass: 18 s for GARCH at T = 10⁶ (-time 3m0s,
+	// stopped at 3 min 18 s on a 2-core machine).
 	// A fit that reaches it depends on timing: its draws differ between
 	// runs with the same Seed. It is the only setting that reads the clock.
 	MaxTime time.Duration
