@@ -255,6 +255,11 @@ func TestFixedIterationsChoice(t *testing.T) {
 // importance sampling (MSV{D: 1}, the first 300 DAX returns) AutoGradient
 // must take full-data chains without probing.
 func TestFullOnly(t *testing.T) {
+	if raceEnabled {
+		// Four preparations, three of them on Laplace importance
+		// sampling: 5 s without the race detector, 49 s with it.
+		t.Skip("decisions of four whole preparations: run without -race")
+	}
 	ctx := context.Background()
 	lgssm := testdataSet(t, "lgssm_sim.csv")
 	cost := map[Gradient]float64{}
