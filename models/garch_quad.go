@@ -142,18 +142,29 @@ func (q *garchQuadWork) filter(k *garchKernel, pt *garchTangents, seq ssm.Sequen
 // emit weighs the n atoms by N(y; 0, a + τ²), normalises them and returns
 // the log of their weighted sum; with dt2 (τ²'s tangents; nil: none) it
 // carries the weights' tangents and adds the log-likelihood's to dll.
+//
+// Each density is taken as exp(q − q_max)/√v with q = −y²/2v, q_max the
+// largest q: one exponential and one square root per atom, no logarithm.
+// The factors 1/√v lie within √(v_max/v_min) of each other, so the atom of
+// largest density keeps a factor of order 1 and none overflows.
 func (q *garchQuadWork) emit(n int, y, t2 float64, dt2 *tan4) (float64, error) {
-	a, w, lw, mx := q.logWeights(n, y, t2)
+	a, w, qv := q.a[:n], q.w[:n], q.p0[:n]
+	hy2 := 0.5 * y * y
+	mx := math.Inf(-1)
+	for i := range a {
+		qv[i] = -hy2 / (a[i] + t2)
+		mx = max(mx, qv[i])
+	}
 	t := &q.tan
 	var dsum tan4
 	sum := 0.0
 	for i := range a {
-		e := math.Exp(lw[i] - mx)
+		v := a[i] + t2
+		e := math.Exp(qv[i]-mx) / math.Sqrt(v)
 		w[i] *= e
 		sum += w[i]
 		if dt2 != nil {
-			v := a[i] + t2
-			g := w[i] * (0.5*y*y/(v*v) - 0.5/v) // ∂w/∂v
+			g := w[i] * (hy2/(v*v) - 0.5/v) // ∂w/∂v
 			for d := range dsum {
 				x := t.dw[i][d]*e + g*(t.da[i][d]+dt2[d])
 				t.dw[i][d] = x
@@ -179,20 +190,6 @@ func (q *garchQuadWork) emit(n int, y, t2 float64, dt2 *tan4) (float64, error) {
 		}
 	}
 	return math.Log(sum) + mx - garchHalfLog2Pi, nil
-}
-
-// logWeights returns the atoms, their weights, the log emission density
-// of each (in q.p0) and its largest value.
-func (q *garchQuadWork) logWeights(n int, y, t2 float64) (a, w, lw []float64, mx float64) {
-	a, w, lw = q.a[:n], q.w[:n], q.p0[:n]
-	y2 := y * y
-	mx = math.Inf(-1)
-	for i := range a {
-		v := a[i] + t2
-		lw[i] = -0.5*y2/v - 0.5*math.Log(v)
-		mx = math.Max(mx, lw[i])
-	}
-	return a, w, lw, mx
 }
 
 // move maps the filtered rule through the transition out of a row with
@@ -229,10 +226,19 @@ func (q *garchQuadWork) compress(n int) {
 		la[i] = math.Log(a[i])
 		mean += w[i] * la[i]
 	}
-	v := 0.0
+	// Stieltjes on the centred atoms x = log a − mean, one pass over the
+	// atoms per polynomial: each pass forms the next polynomial
+	// unnormalised, p = (x − α_r) q_r − b_r q_{r−1}, with q_r = cur·s1 and
+	// q_{r−1} = prev·s0, and accumulates the sums that give its norm
+	// b_{r+1} and α_{r+1}.
+	cur, prev := q.p1[:n], q.p0[:n]
+	v, al := 0.0, 0.0
 	for i := range la {
-		d := la[i] - mean
-		v += w[i] * d * d
+		x := la[i] - mean
+		la[i] = x
+		al += w[i] * x
+		v += w[i] * x * x
+		cur[i], prev[i] = 1, 0
 	}
 	K := q.K
 	if !(v > 1e-24) {
@@ -241,46 +247,31 @@ func (q *garchQuadWork) compress(n int) {
 		}
 		return
 	}
-	sd := math.Sqrt(v)
-	inv := 1 / sd
-	// Stieltjes on the standardised atoms x = (log a − mean)/sd with
-	// orthonormal polynomials p1 (current) and p0 (previous).
-	p0, p1 := q.p0[:n], q.p1[:n]
-	for i := range la {
-		la[i] = (la[i] - mean) * inv
-		p0[i], p1[i] = 0, 1
-	}
-	b, al := 0.0, 0.0
-	for i, x := range la {
-		al += w[i] * x * p1[i] * p1[i]
-	}
+	b, s0, s1 := 0.0, 0.0, 1.0
 	for r := range K {
 		q.d[r] = al
 		if r == K-1 {
 			break
 		}
-		nn := 0.0
+		c1, c0 := s1, b*s0
+		nn, nx := 0.0, 0.0
 		for i, x := range la {
-			p := (x-al)*p1[i] - b*p0[i]
-			p0[i] = p
-			nn += w[i] * p * p
+			p := (x-al)*c1*cur[i] - c0*prev[i]
+			prev[i] = p
+			wp := w[i] * p * p
+			nn += wp
+			nx += wp * x
 		}
+		cur, prev = prev, cur
 		b = math.Sqrt(nn)
 		q.e[r] = b
-		ib := 1 / b
-		// The next polynomial, normalised, and the next recurrence
-		// coefficient in one pass.
-		al = 0
-		for i, x := range la {
-			pn := p0[i] * ib
-			p0[i], p1[i] = p1[i], pn
-			al += w[i] * x * pn * pn
-		}
+		s0, s1 = s1, 1/b
+		al = nx / nn
 	}
 	q.e[K-1] = 0
 	jacobiRule(q.d[:K], q.e[:K], q.z[:K])
 	for i := range K {
-		q.node[i] = math.Exp(mean + sd*q.d[i])
+		q.node[i] = math.Exp(mean + q.d[i])
 		q.weight[i] = q.z[i] * q.z[i]
 	}
 }

@@ -119,7 +119,7 @@ func (q *garchQuadWork) compressTangent(n int) {
 		return
 	}
 	a, la, w := q.a[:n], q.la[:n], q.w[:n]
-	var dmean, dv, dsd [P]float64
+	var dmean [P]float64
 	mean := 0.0
 	for i := range a {
 		la[i] = math.Log(a[i])
@@ -129,13 +129,25 @@ func (q *garchQuadWork) compressTangent(n int) {
 			dmean[d] += t.dw[i][d]*la[i] + w[i]*t.dx[i][d]
 		}
 	}
-	v := 0.0
+	// compress's centring and Stieltjes passes, the same arithmetic (the
+	// same bits), with the tangents of x = log a − mean, of the stored
+	// unnormalised polynomials (dq0, dq1) and of their scales.
+	p0, p1 := q.p0[:n], q.p1[:n] // prev, cur
+	dp0, dp1 := t.dq0[:n], t.dq1[:n]
+	v, al := 0.0, 0.0
+	var dal tan4
 	for i := range la {
 		x := la[i] - mean
+		la[i] = x
+		al += w[i] * x
 		v += w[i] * x * x
+		p1[i], p0[i] = 1, 0
+		dxi, dwi := &t.dx[i], &t.dw[i]
 		for d := range P {
-			dv[d] += t.dw[i][d]*x*x + 2*w[i]*x*(t.dx[i][d]-dmean[d])
+			dxi[d] -= dmean[d]
+			dal[d] += dwi[d]*x + w[i]*dxi[d]
 		}
+		dp0[i], dp1[i] = tan4{}, tan4{}
 	}
 	K := q.K
 	if !(v > 1e-24) {
@@ -147,86 +159,67 @@ func (q *garchQuadWork) compressTangent(n int) {
 		}
 		return
 	}
-	sd := math.Sqrt(v)
-	inv := 1 / sd
-	for d := range P {
-		dsd[d] = 0.5 * dv[d] * inv
-	}
-	p0, p1 := q.p0[:n], q.p1[:n]
-	dp0, dp1 := t.dq0[:n], t.dq1[:n]
-	for i := range la {
-		la[i] = (la[i] - mean) * inv
-		p0[i], p1[i] = 0, 1
-		for d := range P {
-			t.dx[i][d] = (t.dx[i][d]-dmean[d])*inv - la[i]*dsd[d]*inv
-			dp0[i][d], dp1[i][d] = 0, 0
-		}
-	}
-	// p1 holds the unnormalised q_r, normalised (by b_r, tangent db) as
-	// α_r's sum reads it; p0 the normalised p_{r−1}. The four directions
-	// are written out: this is the score's hot loop.
-	b, ib := 0.0, 1.0
-	var db tan4
+	b, s0, s1 := 0.0, 0.0, 1.0
+	var db, ds0, ds1 tan4
 	for r := range K {
-		al := 0.0
-		var a0, a1, a2, a3 float64
-		for i, x := range la {
-			p := p1[i] * ib
-			dq := &dp1[i]
-			dq[0] = (dq[0] - p*db[0]) * ib
-			dq[1] = (dq[1] - p*db[1]) * ib
-			dq[2] = (dq[2] - p*db[2]) * ib
-			dq[3] = (dq[3] - p*db[3]) * ib
-			p1[i] = p
-			pp := p * p
-			xpp, wpp, wxp := x*pp, w[i]*pp, 2*w[i]*x*p
-			al += w[i] * x * p * p // the order of compress's sum: the same bits
-			dwi, dxi := &t.dw[i], &t.dx[i]
-			a0 += dwi[0]*xpp + dxi[0]*wpp + dq[0]*wxp
-			a1 += dwi[1]*xpp + dxi[1]*wpp + dq[1]*wxp
-			a2 += dwi[2]*xpp + dxi[2]*wpp + dq[2]*wxp
-			a3 += dwi[3]*xpp + dxi[3]*wpp + dq[3]*wxp
-		}
 		q.d[r] = al
-		t.dd[r] = tan4{a0, a1, a2, a3}
+		t.dd[r] = dal
 		if r == K-1 {
 			break
 		}
-		nn := 0.0
-		var n0, n1, n2, n3 float64
+		c1, c0 := s1, b*s0
+		nn, nx := 0.0, 0.0
+		var n0, n1, n2, n3, x0, x1, x2, x3 float64
+		// The four directions are written out: this is the score's hot
+		// loop.
 		for i, x := range la {
-			xa, pi, pm := x-al, p1[i], p0[i]
-			p := xa*pi - b*pm
-			dxi, dpi, dpm := &t.dx[i], &dp1[i], &dp0[i]
-			dpm[0] = (dxi[0]-a0)*pi + xa*dpi[0] - db[0]*pm - b*dpm[0]
-			dpm[1] = (dxi[1]-a1)*pi + xa*dpi[1] - db[1]*pm - b*dpm[1]
-			dpm[2] = (dxi[2]-a2)*pi + xa*dpi[2] - db[2]*pm - b*dpm[2]
-			dpm[3] = (dxi[3]-a3)*pi + xa*dpi[3] - db[3]*pm - b*dpm[3]
+			xa, ci, pi := x-al, p1[i], p0[i]
+			p := xa*c1*ci - c0*pi
+			qr, qm := ci*s1, pi*s0
+			dxi, dci, dpi := &t.dx[i], &dp1[i], &dp0[i]
+			dpi[0] = (dxi[0]-dal[0])*qr + xa*(dci[0]*s1+ci*ds1[0]) - db[0]*qm - b*(dpi[0]*s0+pi*ds0[0])
+			dpi[1] = (dxi[1]-dal[1])*qr + xa*(dci[1]*s1+ci*ds1[1]) - db[1]*qm - b*(dpi[1]*s0+pi*ds0[1])
+			dpi[2] = (dxi[2]-dal[2])*qr + xa*(dci[2]*s1+ci*ds1[2]) - db[2]*qm - b*(dpi[2]*s0+pi*ds0[2])
+			dpi[3] = (dxi[3]-dal[3])*qr + xa*(dci[3]*s1+ci*ds1[3]) - db[3]*qm - b*(dpi[3]*s0+pi*ds0[3])
 			p0[i] = p
-			wp2, dwi := 2*w[i]*p, &t.dw[i]
-			pp := p * p
-			n0 += dwi[0]*pp + wp2*dpm[0]
-			n1 += dwi[1]*pp + wp2*dpm[1]
-			n2 += dwi[2]*pp + wp2*dpm[2]
-			n3 += dwi[3]*pp + wp2*dpm[3]
-			nn += w[i] * p * p
+			wp := w[i] * p * p
+			nn += wp
+			nx += wp * x
+			pp, w2p, dwi := p*p, 2*w[i]*p, &t.dw[i]
+			xpp, wpp, w2xp := x*pp, w[i]*pp, w2p*x
+			n0 += dwi[0]*pp + w2p*dpi[0]
+			n1 += dwi[1]*pp + w2p*dpi[1]
+			n2 += dwi[2]*pp + w2p*dpi[2]
+			n3 += dwi[3]*pp + w2p*dpi[3]
+			x0 += dwi[0]*xpp + dxi[0]*wpp + w2xp*dpi[0]
+			x1 += dwi[1]*xpp + dxi[1]*wpp + w2xp*dpi[1]
+			x2 += dwi[2]*xpp + dxi[2]*wpp + w2xp*dpi[2]
+			x3 += dwi[3]*xpp + dxi[3]*wpp + w2xp*dpi[3]
 		}
+		p0, p1, dp0, dp1 = p1, p0, dp1, dp0
 		b = math.Sqrt(nn)
 		q.e[r] = b
-		ib = 1 / b
-		h := 0.5 * ib
+		h := 0.5 / b
 		db = tan4{n0 * h, n1 * h, n2 * h, n3 * h}
 		t.de[r] = db
-		p0, p1, dp0, dp1 = p1, p0, dp1, dp0
+		s0, s1, ds0 = s1, 1/b, ds1
+		for d := range P {
+			ds1[d] = -db[d] * s1 * s1
+		}
+		al = nx / nn
+		dnn, dnx := tan4{n0, n1, n2, n3}, tan4{x0, x1, x2, x3}
+		for d := range P {
+			dal[d] = (dnx[d] - al*dnn[d]) / nn
+		}
 	}
 	q.e[K-1] = 0
 	t.de[K-1] = tan4{}
-	q.ruleTangent(mean, sd, dmean, dsd)
+	q.ruleTangent(mean, dmean)
 }
 
 // ruleTangent solves the Jacobi matrix (d, e, with tangents dd, de) for
 // the rule's nodes and weights and their tangents.
-func (q *garchQuadWork) ruleTangent(mean, sd float64, dmean, dsd [garchParams]float64) {
+func (q *garchQuadWork) ruleTangent(mean float64, dmean [garchParams]float64) {
 	const P = garchParams
 	t := &q.tan
 	K := q.K
@@ -269,7 +262,7 @@ func (q *garchQuadWork) ruleTangent(mean, sd float64, dmean, dsd [garchParams]fl
 	}
 	tv := t.tv[:K]
 	for k := range K {
-		q.node[k] = math.Exp(mean + sd*lam[k])
+		q.node[k] = math.Exp(mean + lam[k])
 		z := q.z[k]
 		q.weight[k] = z * z
 		for d := range P {
@@ -289,7 +282,7 @@ func (q *garchQuadWork) ruleTangent(mean, sd float64, dmean, dsd [garchParams]fl
 				dl += V[m*K+k] * tv[m]
 				dz += R[m*K+k] * tv[m]
 			}
-			t.dnode[k][d] = q.node[k] * (dmean[d] + dsd[d]*lam[k] + sd*dl)
+			t.dnode[k][d] = q.node[k] * (dmean[d] + dl)
 			t.dweight[k][d] = 2 * z * dz
 		}
 	}
