@@ -103,6 +103,15 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 			break
 		}
 	}
+	if sf != f && t.full && t.subSE == nil {
+		// observedNewton's exact score of the subset carries no error of
+		// its own, but as the whole data's score it carries the subset's
+		// sampling error, which moves the mean by about √(T/PrepObs − 1)
+		// posterior sds.
+		if t.subSE, err = sf.subsetScoreSE(ctx, u); err != nil {
+			return err
+		}
+	}
 	if f.diff != nil {
 		if s := linalg.MaxAbs(linalg.LTrans(l, t.anchorSE())); s > 0.1 {
 			// The subset's differences are too imprecise for the anchor:
@@ -226,6 +235,38 @@ func (f *fit) newtonLevel(n int) *fit {
 	sub := f.subset(n)
 	sub.diffOK = sub.total >= diffObs
 	return sub
+}
+
+// subsetScoreSE returns the standard error of the subset f's exact
+// full-data score at u, scaled up, as an estimate of the whole data's
+// score: from the spread of its blocks' exact scores (addBlockVar). Nil
+// when the model has no exact scorer or f has a single block.
+func (f *fit) subsetScoreSE(ctx context.Context, u []float64) ([]float64, error) {
+	ex, ok := f.model.(ssm.ExactScorer)
+	seqs := f.data.Sequences
+	m, p := len(seqs), f.dim
+	if !ok || m < 2 || f.scale == 0 {
+		return nil, nil
+	}
+	b := make([]float64, m*p)
+	err := workerPool(m, f.s.Workers, func() func(int) error {
+		return func(k int) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			_, err := ex.ExactScore(b[k*p:(k+1)*p], u, seqs[k], ssm.Full(seqs[k].Len()))
+			return err
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sgmcmc: the subset's block scores: %w", err)
+	}
+	se := make([]float64, p)
+	addBlockVar(se, b, m, p, f.scale, 1)
+	for a := range se {
+		se[a] = math.Sqrt(se[a])
+	}
+	return se, nil
 }
 
 // jacobianAt returns the Jacobian of the full-data score at u, from sf's

@@ -64,6 +64,35 @@ func TestPrepObs(t *testing.T) {
 	}
 }
 
+// TestPrepObsObserved is TestPrepObs on the path a model's exact scorer
+// takes by default (observedNewton: the exact score of the subset, which
+// has no Monte Carlo error): the reported ShiftSD is the subset's sampling
+// error, about √(T/PrepObs − 1) = 9.95 posterior sds (within a factor 2;
+// it was 0, and a GARCH fit with PrepObs landed 13–21 sds from the truth
+// without a warning), and the anchor is within 4 of its reported standard
+// errors of the exact full-data score.
+func TestPrepObsObserved(t *testing.T) {
+	const T, n = 400000, 4000
+	m := models.LGSSM{}
+	data := simLGSSM(t, T, 7)
+	f, err := newFit(m, data, FitSettings{Seed: 2, PrepObs: n, NoiseProbes: 8, WarmUp: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.prep.Exact {
+		t.Fatal("the preparation did not take the model's exact scorer")
+	}
+	checkAnchor(t, f, m, data)
+	want := math.Sqrt(float64(T)/n - 1)
+	t.Logf("ShiftSD %.2f, √(T/n − 1) = %.2f", f.prep.ShiftSD, want)
+	if f.prep.ShiftSD < want/2 || f.prep.ShiftSD > 2*want {
+		t.Errorf("ShiftSD = %.2f, want within a factor 2 of √(T/n − 1) = %.2f", f.prep.ShiftSD, want)
+	}
+}
+
 // TestDiffAnchor checks the preparation's differenced full-data scores
 // (scoreTile) on a simulated LGSSM of T = 4·10⁵ observations with exact
 // (Kalman) gradients: Newton runs on a 10⁵ subset, reads all the data once
