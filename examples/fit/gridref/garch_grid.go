@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
 // garchGridLogLik returns log p(y | θ) of GARCH(1,1) observed with noise
@@ -284,5 +288,47 @@ func garchGCheck(w io.Writer, y, u []float64, list string) error {
 			fmt.Fprintf(w, "Richardson from G = %d and %d: %.4f\n", g, 2*g, (4*v-ll[g])/3)
 		}
 	}
+	return nil
+}
+
+// garchQCheck prints, at n of the draws us (in u, evenly spaced), the
+// difference δ between the grid log-likelihood (Richardson from G and 2G
+// cells) and the K-point quadrature filter's, then δ's mean and sd over
+// the draws. Replacing the quadrature likelihood by the grid's reweights
+// a posterior by e^δ, which moves the mean of a parameter θ by about
+// Cov(θ, δ), at most sd(θ)·sd(δ): sd(δ) in nats bounds the move in
+// posterior sds, however large δ's constant part.
+func garchQCheck(w io.Writer, y []float64, us [][]float64, n, g, k int) error {
+	if n > len(us) {
+		return fmt.Errorf("-qcheck = %d: the draws file has only %d draws", n, len(us))
+	}
+	qm := models.GARCH{Refine: k}
+	seq := ssm.Sequence{Obs: 1, Y: y}
+	pick := make([][]float64, n)
+	for i := range pick {
+		pick[i] = us[i*len(us)/n]
+	}
+	delta := make([]float64, n)
+	errs := make([]error, n)
+	start := time.Now()
+	parallelFor(n, func(i int) {
+		lq, err := qm.RefinedLogLik(pick[i], seq, ssm.Full(len(y)))
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		delta[i] = garchRichardson(y, pick[i], g) - lq
+	})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("-qcheck: %w", err)
+	}
+	th := make([]float64, 4)
+	for i, u := range pick {
+		models.GARCH{}.Constrain(th, u)
+		fmt.Fprintf(w, "draw %d (mu %.4f phi %.5f lambda %.4f tau %.4f): grid − quadrature(%d) = %.5f nats\n", i*len(us)/n, th[0], th[1], th[2], th[3], k, delta[i])
+	}
+	mean, sd := stat.MeanStdDev(delta, nil)
+	fmt.Fprintf(w, "over %d draws: mean %.5f, sd %.5f nats: the grid's likelihood would move a posterior mean by at most about %.3f posterior sds (%.1f s)\n",
+		n, mean, sd, sd, time.Since(start).Seconds())
 	return nil
 }
