@@ -235,8 +235,8 @@ func (e *Estimator) Grad(ctx context.Context, grad, u []float64, rng *rand.Rand)
 
 // LogPosterior returns the log posterior at u as Grad does, without its
 // gradient: with Settings.Exact the model's exact scorer then runs on
-// values only (GARCH's quadrature filter: one pass, about a third of a
-// score's work, 126 ms against 366 ms on the S&P 500 returns, go test
+// values only (GARCH's quadrature filter: one pass, about a quarter of a
+// score's work, 139 ms against 586 ms on the S&P 500 returns, go test
 // -run '^$' -bench GARCHQuad -benchtime 5x ./models; its σ² node filter:
 // about half), with the other filters it is
 // Grad's value with the gradient discarded. It is NaN unless Sampling is

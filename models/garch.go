@@ -150,7 +150,7 @@ var _ ssm.Coarsener = GARCH{}
 // Coarsen implements ssm.Coarsener: with Points, Nodes and Refine 0, the
 // same model on a 7-point rule whose RefinedLogLik is the 14-point rule
 // of the default's; none for any other setting. On the S&P 500 returns a
-// pass costs 90 ms at 7 points against 132 ms at 10 (go test -run '^$'
+// pass costs 80 ms at 7 points against 139 ms at 10 (go test -run '^$'
 // -bench GARCHQuad ./models), and the 7-point log-likelihood is 0.7
 // nats below the converged one where 10 points are 0.05 below; sgmcmc.Fit
 // samples the coarser rule only where its correction towards the finer

@@ -63,6 +63,10 @@ type fit struct {
 	// set it.
 	diff   *diffBase
 	diffOK bool
+	// subInfo, when set, is the observed information −J of the last
+	// subset Newton ran on (newtonOnSubsets, scaled to the whole data):
+	// observedNewton's steps on the whole data use it (subsetNewton).
+	subInfo []float64
 
 	prep Preparation
 	// isPts are the importance-sampling rounds' points, log posteriors

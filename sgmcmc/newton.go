@@ -111,6 +111,15 @@ func (f *fit) newton(ctx context.Context, u []float64, passes int, stream uint64
 	// limit (on a simulated SVM series of 10⁶ observations the warm-up
 	// ends 77 posterior sds from the mode).
 	det := f.deterministic()
+	if det && f.prep.Exact && f.subInfo != nil && f.scale == 0 {
+		// After Newton on a subset the model's exact scorer needs no
+		// tiling of the whole data (a pass: 20 s at T = 10⁶ for GARCH).
+		v, t, h, l, next, err := f.observedNewton(ctx, u, stream)
+		if err != nil || h != nil {
+			return v, t, h, l, next, err
+		}
+		u, stream = v, next
+	}
 	var run runaway
 	for round := 0; round < 3; round++ {
 		t = nil
@@ -267,6 +276,18 @@ func (r *runaway) check(dataWarn []string) error {
 // H stands).
 func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_ []float64, _ *tiling, h *mat.SymDense, l []float64, _ uint64, err error) {
 	p := f.dim
+	values, err := f.valueNewton(u)
+	if err != nil {
+		return nil, nil, nil, nil, stream, err
+	}
+	if info := f.subInfo; info != nil && !values && f.scale == 0 {
+		f.subInfo = nil // one try
+		v, t, h, l, err := f.subsetNewton(ctx, u, info)
+		if err != nil || h != nil {
+			return v, t, h, l, stream, err
+		}
+		u = v
+	}
 	lpost := f.fullLogPost()
 	cur, err := lpost(ctx, u)
 	if err != nil {
@@ -274,10 +295,6 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 	}
 	var t *tiling
 	var lm marquardt
-	values, err := f.valueNewton(u)
-	if err != nil {
-		return nil, nil, nil, nil, stream, err
-	}
 	for range 20 {
 		if t, err = f.observedDerivatives(ctx, u, values); err != nil {
 			return nil, nil, nil, nil, stream, err
@@ -345,6 +362,96 @@ func (f *fit) observedNewton(ctx context.Context, u []float64, stream uint64) (_
 	}
 	t = &tiling{mean: sc[0], se: make([]float64, p), fisher: t.fisher, passes: 1, loglik: math.NaN(), full: true}
 	return u, t, nil, nil, stream, nil
+}
+
+// subsetNewton is observedNewton's first steps on data long enough for
+// Newton to have run on a subset first (newtonOnSubsets): quasi-Newton
+// steps on the whole data's exact score, one full-data score a step where
+// observedDerivatives takes p + 1 and a value pass (at T = 10⁶, GARCH's
+// step took 85 s). The curvature starts as the subset's observed
+// information info (f.subInfo, plus the prior's curvature at u) and is
+// corrected after every step by the BFGS update from the step and the
+// change of the score: the subset's −J is off by its sampling error,
+// which for GARCH on 100 blocks of 1000 simulated rows at T = 10⁶ left a
+// Newton step of 2.37 posterior sds after one of 4.73. It stops as
+// observedNewton does, below 0.1 posterior sd (the step taken, with its
+// score as the anchor and the updated curvature as the Hessian), and
+// returns h = nil, and the point reached, when a step is longer than 6
+// sds, longer than the one before, or eight steps do not get there:
+// observedNewton then goes on from that point with the exact −J.
+func (f *fit) subsetNewton(ctx context.Context, u, info []float64) (_ []float64, _ *tiling, h *mat.SymDense, l []float64, err error) {
+	p := f.dim
+	hj := f.information(u, info)
+	var gPrev, uPrev []float64
+	prev := math.Inf(1)
+	for range 8 {
+		sc, err := f.fullScores(ctx, [][]float64{u})
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		g := make([]float64, p)
+		f.model.LogPrior(g, u)
+		for i := range g {
+			g[i] += sc[0][i]
+		}
+		if gPrev != nil {
+			bfgs(hj, uPrev, u, gPrev, g)
+		}
+		lj, err := linalg.CholInverse(hj)
+		if err != nil {
+			return u, nil, nil, nil, nil
+		}
+		z := linalg.LTrans(lj, g)
+		norm := math.Sqrt(linalg.Dot(z, z))
+		f.log("Newton step with the subset's observed information: %.2f posterior sds", norm)
+		if norm < 0.1 {
+			v := linalg.LMul(u, lj, z)
+			sc, err := f.fullScores(ctx, [][]float64{v})
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			fisher := make([]float64, p*p)
+			copy(fisher, info)
+			t := &tiling{mean: sc[0], se: make([]float64, p), fisher: fisher, passes: 1, loglik: math.NaN(), full: true, subsetInfo: true}
+			return v, t, hj, lj, nil
+		}
+		if norm > 6 || norm >= prev {
+			break
+		}
+		uPrev, gPrev, prev = u, g, norm
+		u = linalg.LMul(u, lj, z)
+	}
+	f.log("Newton steps with the subset's observed information did not converge: steps with the whole data's")
+	return u, nil, nil, nil, nil
+}
+
+// bfgs updates h, a curvature (minus the Hessian) of the log posterior,
+// by the BFGS formula from the step s = u1 − u0 and the change of the
+// score y = g0 − g1: h + yyᵀ/(yᵀs) − (hs)(hs)ᵀ/(sᵀhs). It skips an update
+// whose curvature along the step, yᵀs, is not positive (h would lose
+// positive definiteness).
+func bfgs(h *mat.SymDense, u0, u1, g0, g1 []float64) {
+	p := len(u0)
+	s, y, hs := make([]float64, p), make([]float64, p), make([]float64, p)
+	for i := range s {
+		s[i], y[i] = u1[i]-u0[i], g0[i]-g1[i]
+	}
+	ys, shs := 0.0, 0.0
+	for i := range p {
+		for j := range p {
+			hs[i] += h.At(i, j) * s[j]
+		}
+		ys += y[i] * s[i]
+		shs += s[i] * hs[i]
+	}
+	if !(ys > 0) || !(shs > 0) {
+		return
+	}
+	for i := range p {
+		for j := i; j < p; j++ {
+			h.SetSym(i, j, h.At(i, j)+y[i]*y[j]/ys-hs[i]*hs[j]/shs)
+		}
+	}
 }
 
 // observedDerivatives returns the full-data score at u and its −J as a

@@ -130,7 +130,13 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	// preparation only.
 	fisher := t.fisher
 	var jac []float64
-	if f.deterministic() {
+	switch {
+	case t.subsetInfo:
+		// subsetNewton's −J, from a subset of subsetObs observations, is
+		// the Jacobian jacobianAt would take from a subset above
+		// jacobianObs: p + 1 full-data scores saved.
+		jac = linalg.Negated(t.fisher)
+	case f.deterministic():
 		if jac, err = f.jacobianAt(ctx, sf, u, stream); err != nil {
 			return err
 		}
@@ -200,8 +206,13 @@ func (f *fit) newtonOnSubsets(ctx context.Context, u []float64, passes int, stre
 		sub := f.newtonLevel(n)
 		f.log("Newton on a subset of %d of the %d observations first", sub.total, f.total)
 		var err error
-		if u, _, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
+		var t *tiling
+		if u, t, _, _, stream, err = sub.newton(ctx, u, passes, stream); err != nil {
 			return nil, 0, 0, err
+		}
+		f.subInfo = nil
+		if t.full && t.fisher != nil {
+			f.subInfo = t.fisher
 		}
 		// The grid at the subset's mode serves the full data (their mode
 		// is a few of their posterior sds away), so their Newton needs no

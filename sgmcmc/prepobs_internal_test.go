@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/pbsgmcmc/pbsgmcmc/gradient"
 	"github.com/pbsgmcmc/pbsgmcmc/models"
+	"github.com/pbsgmcmc/pbsgmcmc/sgmcmc/internal/linalg"
 	"github.com/pbsgmcmc/pbsgmcmc/ssm"
 )
 
@@ -170,4 +174,81 @@ func simLGSSM(t *testing.T, T int, seed uint64) ssm.Dataset {
 		t.Fatal(err)
 	}
 	return ssm.Dataset{Sequences: []ssm.Sequence{seq}}
+}
+
+// TestSubsetNewton: on data long enough for Newton to run on a subset
+// first, the model's exact scorer takes its steps on the whole data with
+// the subset's observed information (subsetNewton: one full-data score
+// a step, where the exact −J takes p + 1 and a value pass), and its −J
+// serves as the Jacobian (p + 1 full-data scores saved). The mode it
+// ends at has an exact (Kalman) Newton step below 0.1 posterior sd, and
+// the preparation reads the data fewer than 20 times over (10.1, with the
+// subset's −J as the Jacobian too; 29.3 with the whole data's −J at every
+// step and its own Jacobian).
+func TestSubsetNewton(t *testing.T) {
+	const T = 400000
+	data := simLGSSM(t, T, 8)
+	var obs atomic.Int64
+	cm := countingLGSSM{obs: &obs}
+	var logs []string
+	f, err := newFit(cm, data, FitSettings{Seed: 2, NoiseProbes: 8, WarmUp: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.log = func(format string, a ...any) { logs = append(logs, fmt.Sprintf(format, a...)) }
+	if err := f.prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	used := false
+	for _, l := range logs {
+		t.Log(l)
+		used = used || strings.HasPrefix(l, "Newton step with the subset's observed information")
+	}
+	if !used {
+		t.Error("no Newton step with the subset's observed information")
+	}
+	read := obs.Load()
+	t.Logf("the preparation read %d observations (%.1f T)", read, float64(read)/T)
+	if read > 20*T {
+		t.Errorf("the preparation read %d observations, more than 20 T", read)
+	}
+	// The exact Newton step at the mode, in posterior sds.
+	m := models.LGSSM{}
+	g := make([]float64, f.dim)
+	m.LogPrior(g, f.prep.Mode)
+	for _, seq := range data.Sequences {
+		if _, err := m.ExactScore(g, f.prep.Mode, seq, ssm.Full(seq.Len())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	z := linalg.LTrans(f.prep.Chol, g)
+	if n := math.Sqrt(linalg.Dot(z, z)); !(n < 0.1) {
+		t.Errorf("the exact Newton step at the mode is %.3f posterior sds, want < 0.1", n)
+	} else {
+		t.Logf("the exact Newton step at the mode: %.4f posterior sds", n)
+	}
+}
+
+// TestBFGS: the update meets the secant condition h₊s = y, stays
+// symmetric, and is skipped where yᵀs ≤ 0.
+func TestBFGS(t *testing.T) {
+	h := mat.NewSymDense(3, []float64{4, 1, 0, 1, 3, 0.5, 0, 0.5, 2})
+	u0, u1 := []float64{0, 0, 0}, []float64{0.3, -0.2, 0.1}
+	g0, g1 := []float64{1, 2, -1}, []float64{-0.5, 2.4, -1.6}
+	bfgs(h, u0, u1, g0, g1)
+	for i := range 3 {
+		hs, y := 0.0, g0[i]-g1[i]
+		for j := range 3 {
+			hs += h.At(i, j) * (u1[j] - u0[j])
+		}
+		if math.Abs(hs-y) > 1e-12 {
+			t.Errorf("row %d: (h s) = %v, y = %v", i, hs, y)
+		}
+	}
+	before := mat.NewSymDense(3, nil)
+	before.CopySym(h)
+	bfgs(h, u0, u1, g1, g0) // yᵀs < 0
+	if !mat.Equal(h, before) {
+		t.Error("an update with yᵀs < 0 changed h")
+	}
 }
