@@ -113,8 +113,8 @@
 //     scorer the steps on all the data take the exact full-data score
 //     and, as the curvature, the last subset's observed information with
 //     BFGS updates (one full-data score a step instead of p + 1 and a
-//     value pass); that information is the control variate's Jacobian
-//     too. On such data the discretisation correction towards a finer
+//     value pass), and a sequence longer than 5·10⁵ is scored in chunks on
+//     the workers. On such data the discretisation correction towards a finer
 //     scorer is measured on a subset of 10⁵ observations. Newton rounds that
 //     keep moving to where the grid must cover an ever wider state range
 //     (two in a row, each 1.5 times wider, the last step ≥ 10 sds) are a

@@ -412,7 +412,7 @@ func (f *fit) subsetNewton(ctx context.Context, u, info []float64) (_ []float64,
 			}
 			fisher := make([]float64, p*p)
 			copy(fisher, info)
-			t := &tiling{mean: sc[0], se: make([]float64, p), fisher: fisher, passes: 1, loglik: math.NaN(), full: true, subsetInfo: true}
+			t := &tiling{mean: sc[0], se: make([]float64, p), fisher: fisher, passes: 1, loglik: math.NaN(), full: true}
 			return v, t, hj, lj, nil
 		}
 		if norm > 6 || norm >= prev {

@@ -130,13 +130,12 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 	// preparation only.
 	fisher := t.fisher
 	var jac []float64
-	switch {
-	case t.subsetInfo:
-		// subsetNewton's −J, from a subset of subsetObs observations, is
-		// the Jacobian jacobianAt would take from a subset above
-		// jacobianObs: p + 1 full-data scores saved.
-		jac = linalg.Negated(t.fisher)
-	case f.deterministic():
+	if f.deterministic() {
+		// (Not subsetNewton's −J, a subset's: the second-order control
+		// variate's mean gradient has the slope J, so J's error is the
+		// posterior covariance's. On GARCH at T = 10⁶ the 10⁵-row
+		// subset's made the sd along one axis 1.39 times too small: the
+		// exact log posterior's curvature there was 0.52 of the chains'.)
 		if jac, err = f.jacobianAt(ctx, sf, u, stream); err != nil {
 			return err
 		}
@@ -153,8 +152,11 @@ func (f *fit) prepareAt(ctx context.Context, u []float64) (err error) {
 		// Hessian (the blocks' empirical Fisher information overstated
 		// GARCH's 3- to 10-fold in two directions on DAX; see
 		// observedNewton). observedNewton's exact full-data −J comes with
-		// t; the tilings' −J is the fallback (on the S&P 500 it was
-		// nearly singular along μ: probes went to u₀ = 400).
+		// t, and subsetNewton's the last subset's (as a metric the exact
+		// −J made the control variate's noise λ 333 at T = 10⁶ for GARCH,
+		// the subset's 0.03); the tilings' −J is the
+		// fallback (on the S&P 500 it was nearly singular along μ: probes
+		// went to u₀ = 400).
 		fisher = linalg.Negated(jac)
 	}
 	if h, err = f.hessian(u, fisher); err != nil {
@@ -441,6 +443,9 @@ func (f *fit) fullSet() gradient.Settings {
 // fullScores returns the exact full-data score (f a subset: scaled up to
 // the whole) at each of pts, evaluated in parallel.
 func (f *fit) fullScores(ctx context.Context, pts [][]float64) ([][]float64, error) {
+	if out, ok, err := f.chunkedScores(ctx, pts); ok || err != nil {
+		return out, err
+	}
 	out := make([][]float64, len(pts))
 	err := f.parallel(len(pts), f.fullSet(), func(est *gradient.Estimator, i int) error {
 		g := make([]float64, f.dim)
@@ -459,6 +464,91 @@ func (f *fit) fullScores(ctx context.Context, pts [][]float64) ([][]float64, err
 		return nil, fmt.Errorf("sgmcmc: full-data score: %w", err)
 	}
 	return out, nil
+}
+
+// fullChunk is the length of the chunks in which chunkedScores scores a
+// sequence longer than twice as long, and fullBurn the rows on each side
+// of a chunk that its filter and smoother read, their score not counted
+// (ssm.Window's buffers: the smoothed statistics of a chunk's rows need
+// the data after it too). The chunks are fixed by the data, not by the
+// number of workers, so the scores are the same on any machine.
+const (
+	fullChunk = 250000
+	fullBurn  = 10000
+)
+
+// chunkedScores is fullScores on data with a sequence longer than
+// 2·fullChunk, by the model's exact scorer: each sequence's score is the
+// sum of its chunks' scores, each chunk's window reaching fullBurn rows
+// beyond it on either side, the chunks of every point on the workers (a
+// single point's score on one worker took 21 s at T = 10⁶ for GARCH). The
+// filter forgets its start, and the smoother its end, geometrically (GARCH on the S&P 500, the most persistent
+// series here: φ ≈ 0.998, 0.998^10⁴ ≈ 2·10⁻⁹). It reports false, and
+// does nothing, on shorter data or without an exact scorer.
+func (f *fit) chunkedScores(ctx context.Context, pts [][]float64) ([][]float64, bool, error) {
+	ex, ok := f.model.(ssm.ExactScorer)
+	if !ok || !f.gset.Exact {
+		return nil, false, nil
+	}
+	long := false
+	for _, seq := range f.data.Sequences {
+		long = long || seq.Len() > 2*fullChunk
+	}
+	if !long {
+		return nil, false, nil
+	}
+	type job struct {
+		pt, seq int
+		w       ssm.Window
+	}
+	var jobs []job
+	for i := range pts {
+		for s, seq := range f.data.Sequences {
+			T := seq.Len()
+			for c := 0; c < T; c += fullChunk {
+				e := c + fullChunk
+				if T-e < fullChunk/2 {
+					e = T
+				}
+				jobs = append(jobs, job{i, s, ssm.Window{Start: max(0, c-fullBurn), End: min(T, e+fullBurn), KeepStart: c, KeepEnd: e}})
+				if e == T {
+					break
+				}
+			}
+		}
+	}
+	p := f.dim
+	g := make([]float64, len(jobs)*p)
+	err := workerPool(len(jobs), f.s.Workers, func() func(int) error {
+		return func(j int) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			jb := jobs[j]
+			_, err := ex.ExactScore(g[j*p:(j+1)*p], pts[jb.pt], f.data.Sequences[jb.seq], jb.w)
+			return err
+		}
+	})
+	if err != nil {
+		return nil, true, fmt.Errorf("sgmcmc: full-data score: %w", err)
+	}
+	out := make([][]float64, len(pts))
+	for i := range out {
+		out[i] = make([]float64, p)
+	}
+	for j, jb := range jobs {
+		for a, v := range g[j*p : (j+1)*p] {
+			out[jb.pt][a] += v
+		}
+	}
+	if f.scale != 0 {
+		for _, o := range out {
+			for a := range o {
+				o[a] *= f.scale
+			}
+		}
+	}
+	return out, true, nil
 }
 
 // fullLogPost returns the log posterior of all of f's data by the exact

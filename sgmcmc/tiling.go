@@ -29,9 +29,6 @@ type tiling struct {
 	// full marks the exact full-data score (every sequence one window)
 	// with fisher = −J, from observedNewton.
 	full bool
-	// subsetInfo marks a full tiling whose fisher is a subset's −J
-	// (subsetNewton).
-	subsetInfo bool
 }
 
 // anchorSE returns the anchor's standard error: Monte Carlo and, on a
