@@ -285,10 +285,13 @@ func (f *fit) subsetScoreSE(ctx context.Context, u []float64) ([]float64, error)
 // jacobianAt returns the Jacobian of the full-data score at u, from sf's
 // observations. Above jacobianObs observations it comes from a subset
 // of jacobianObs, scaled up: p + 1 full passes would dominate the
-// preparation. Its error only rescales the control variate's linear
-// term: on the simulated SVM with T = 10⁶, a 10⁵ subset's diagonal was
-// within 0.7–5% of the full data's, and τ's posterior sd moved by 2.6%
-// (0.00334 vs 0.00343).
+// preparation. Its error is the second-order control variate's in the
+// slope of its mean gradient, so in the posterior's covariance: on the
+// simulated SVM with T = 10⁶, a 10⁵ subset's diagonal was within 0.7–5%
+// of the full data's, and τ's posterior sd moved by 2.6% (0.00334 vs
+// 0.00343); on GARCH at T = 10⁶ a 10⁵ subset's made the posterior several
+// times too narrow along one direction (docs/design.md), so the subset
+// above 2·jacobianObs is 10⁶ observations.
 func (f *fit) jacobianAt(ctx context.Context, sf *fit, u []float64, stream uint64) ([]float64, error) {
 	return f.jacobianFit(sf).jacobian(ctx, u, stream)
 }
